@@ -1,0 +1,96 @@
+package api
+
+// Feature is a guest capability a client can ask about before calling.
+type Feature string
+
+// Every feature cua-spacesd reports, in the order the capabilities call lists them.
+const (
+	FeatureShell         Feature = "shell"
+	FeaturePTY           Feature = "pty"
+	FeatureFiles         Feature = "files"
+	FeatureFSWatch       Feature = "fs_watch"
+	FeatureWindows       Feature = "windows"
+	FeatureScreenshot    Feature = "screenshot"
+	FeatureInput         Feature = "input"
+	FeatureClipboardText Feature = "clipboard.text"
+	FeatureLaunchApp     Feature = "launch_app"
+	FeatureDesktopStream Feature = "desktop_stream"
+	FeatureWindowStream  Feature = "window_stream"
+	FeatureRelayAttach   Feature = "relay_attach"
+	FeatureMCP           Feature = "mcp"
+)
+
+// AllFeatures lists every feature name of the contract.
+var AllFeatures = []Feature{
+	FeatureShell, FeaturePTY, FeatureFiles, FeatureFSWatch, FeatureWindows,
+	FeatureScreenshot, FeatureInput, FeatureClipboardText, FeatureLaunchApp,
+	FeatureDesktopStream, FeatureWindowStream, FeatureRelayAttach, FeatureMCP,
+}
+
+// DaemonName is what GET /health answers in "daemon"; a client uses it to
+// tell a spacesd from any other HTTP server.
+const DaemonName = "cua-spacesd"
+
+// ProtocolVersion is bumped on an incompatible change of this contract.
+const ProtocolVersion = 1
+
+// DefaultPort is the port cua-spacesd listens on unless told otherwise.
+const DefaultPort = 3211
+
+// Health is the unauthenticated identity answer of GET /health.
+type Health struct {
+	Daemon   string `json:"daemon"`
+	Version  string `json:"version"`
+	Protocol int    `json:"protocol"`
+	Status   string `json:"status"`
+}
+
+// FeatureStatus says whether one feature works on this guest and, if not, why.
+type FeatureStatus struct {
+	Supported bool `json:"supported"`
+	// Limitation is one sentence a person can act on, set when unsupported.
+	Limitation string `json:"limitation,omitempty"`
+}
+
+// Limits are the bounds the daemon enforces, so a client can stay inside them.
+type Limits struct {
+	MaxExecOutputBytes   int64 `json:"max_exec_output_bytes"`
+	ProcessRingBytes     int64 `json:"process_ring_bytes"`
+	MaxProcesses         int   `json:"max_processes"`
+	ExitRetentionSeconds int   `json:"exit_retention_seconds"`
+	MaxJSONBodyBytes     int64 `json:"max_json_body_bytes"`
+	UploadChunkBytes     int64 `json:"upload_chunk_bytes"`
+}
+
+// Capabilities is the answer of GET /v1/capabilities.
+type Capabilities struct {
+	Daemon          string                    `json:"daemon"`
+	Version         string                    `json:"version"`
+	ProtocolVersion int                       `json:"protocol_version"`
+	OS              string                    `json:"os"`
+	Arch            string                    `json:"arch"`
+	Hostname        string                    `json:"hostname"`
+	DisplayServer   string                    `json:"display_server"` // "x11", "quartz" or "none"
+	Display         string                    `json:"display,omitempty"`
+	Limits          Limits                    `json:"limits"`
+	Features        map[Feature]FeatureStatus `json:"features"`
+}
+
+// Supports reports whether f is supported, and the limitation when it is not.
+func (c *Capabilities) Supports(f Feature) (bool, string) {
+	st, ok := c.Features[f]
+	if !ok {
+		return false, "this spacesd does not know the feature " + string(f)
+	}
+	return st.Supported, st.Limitation
+}
+
+// Require returns a capability_missing error for the first unsupported feature.
+func (c *Capabilities) Require(fs ...Feature) error {
+	for _, f := range fs {
+		if ok, lim := c.Supports(f); !ok {
+			return CapabilityMissing(f, lim)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,224 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Client calls one cua-spacesd. It is safe for concurrent use.
+type Client struct {
+	base  *url.URL
+	token string
+	http  *http.Client
+	ws    *websocket.Dialer
+}
+
+// ClientOption configures a Client.
+type ClientOption func(*Client)
+
+// WithHTTPClient replaces the HTTP client (TLS settings, a relay transport).
+func WithHTTPClient(h *http.Client) ClientOption { return func(c *Client) { c.http = h } }
+
+// NewClient returns a client of the daemon at baseURL ("http://host:3211").
+// A bare "host:port" is taken as http.
+func NewClient(baseURL, token string, opts ...ClientOption) (*Client, error) {
+	if !strings.Contains(baseURL, "://") {
+		baseURL = "http://" + baseURL
+	}
+	u, err := url.Parse(baseURL)
+	if err != nil || u.Host == "" {
+		return nil, Errorf(KindInvalidArgument, "spacesd url %q is not an http(s) URL", baseURL)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, Errorf(KindInvalidArgument, "spacesd url %q: scheme must be http or https", baseURL)
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	c := &Client{
+		base:  u,
+		token: token,
+		// No overall timeout: long calls (exec with a long timeout, big
+		// transfers) are bounded by their context instead.
+		http: &http.Client{Transport: defaultTransport},
+		ws:   &websocket.Dialer{HandshakeTimeout: 10 * time.Second, Proxy: http.ProxyFromEnvironment},
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// defaultTransport keeps connections to a Space warm: most calls are small
+// and back to back, and a fresh TCP handshake per call would dominate them.
+var defaultTransport = &http.Transport{
+	Proxy:               http.ProxyFromEnvironment,
+	DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	MaxIdleConns:        64,
+	MaxIdleConnsPerHost: 16,
+	IdleConnTimeout:     90 * time.Second,
+	ForceAttemptHTTP2:   true,
+}
+
+// BaseURL is the daemon's base URL.
+func (c *Client) BaseURL() string { return c.base.String() }
+
+func (c *Client) url(path string, q url.Values) string {
+	u := *c.base
+	u.Path = c.base.Path + path
+	if q != nil {
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// Health asks GET /health. It tells "no spacesd here" (kind
+// spacesd_not_available) from "spacesd, but the token is wrong", which only
+// an authenticated call reveals.
+func (c *Client) Health(ctx context.Context) (*Health, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url("/health", nil), nil)
+	if err != nil {
+		return nil, Errorf(KindInvalidArgument, "health request: %w", err)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, transportError(ctx, err)
+	}
+	defer resp.Body.Close()
+	var h Health
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &h) != nil || h.Daemon != DaemonName {
+		return nil, Errorf(KindSpacesdNotAvailable,
+			"%s answered but runs no cua-spacesd (GET /health: HTTP %d)", c.base.Host, resp.StatusCode).
+			WithRetryable(false)
+	}
+	return &h, nil
+}
+
+// Capabilities asks what this Space supports.
+func (c *Client) Capabilities(ctx context.Context) (*Capabilities, error) {
+	var caps Capabilities
+	return &caps, c.JSON(ctx, http.MethodGet, "/v1/capabilities", nil, nil, &caps)
+}
+
+// JSON does one call with a JSON body (nil for none) and decodes a JSON answer
+// into out (nil to discard it).
+func (c *Client) JSON(ctx context.Context, method, path string, q url.Values, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return Errorf(KindInvalidArgument, "encode %s %s: %w", method, path, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	resp, err := c.Do(ctx, method, path, q, body, "application/json")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return Errorf(KindJSON, "decode answer of %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// Do sends one authenticated request and returns the response of a 2xx
+// answer; any other answer becomes an *Error. The caller closes the body.
+func (c *Client) Do(ctx context.Context, method, path string, q url.Values, body io.Reader, contentType string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.url(path, q), body)
+	if err != nil {
+		return nil, Errorf(KindInvalidArgument, "%s %s: %w", method, path, err)
+	}
+	return c.DoRequest(req, contentType)
+}
+
+// DoRequest sends a prepared request with the bearer token.
+func (c *Client) DoRequest(req *http.Request, contentType string) (*http.Response, error) {
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if contentType != "" && req.Body != nil {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, transportError(req.Context(), err)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	return nil, decodeError(resp)
+}
+
+// decodeError turns a non-2xx answer into an *Error. An answer without our
+// envelope means something other than spacesd answered.
+func decodeError(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var env ErrorEnvelope
+	if json.Unmarshal(b, &env) == nil && env.Error != nil && env.Error.Kind != "" {
+		env.Error.Status = resp.StatusCode
+		return env.Error
+	}
+	return &Error{
+		Kind:      KindSpacesdNotAvailable,
+		Message:   fmt.Sprintf("%s %s answered HTTP %d without a spacesd error body: no cua-spacesd there?", resp.Request.Method, resp.Request.URL.Path, resp.StatusCode),
+		Retryable: false,
+		Hint:      defaultHints[KindSpacesdNotAvailable],
+		Status:    resp.StatusCode,
+	}
+}
+
+func transportError(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled):
+		return &Error{Kind: KindCancelled, Message: "call cancelled", cause: err}
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &Error{Kind: KindTimeout, Message: "call timed out", Retryable: true, Hint: defaultHints[KindTimeout], cause: err}
+	}
+	return &Error{Kind: KindEnv, Message: fmt.Sprintf("cannot reach spacesd: %v", err), Retryable: true,
+		Hint: "check that the Space is running and its URL is right", cause: err}
+}
+
+// DialWebSocket opens an authenticated WebSocket to path.
+func (c *Client) DialWebSocket(ctx context.Context, path string, q url.Values) (*websocket.Conn, error) {
+	u := c.url(path, q)
+	u = "ws" + strings.TrimPrefix(u, "http")
+	h := http.Header{}
+	if c.token != "" {
+		h.Set("Authorization", "Bearer "+c.token)
+	}
+	conn, resp, err := c.ws.DialContext(ctx, u, h)
+	if err != nil {
+		if resp != nil {
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusSwitchingProtocols {
+				resp.Request = &http.Request{Method: http.MethodGet, URL: &url.URL{Path: path}}
+				return nil, decodeError(resp)
+			}
+		}
+		return nil, transportError(ctx, err)
+	}
+	return conn, nil
+}
+
+func decodeJSON(r io.Reader, out any) error {
+	if err := json.NewDecoder(r).Decode(out); err != nil {
+		return Errorf(KindJSON, "decode spacesd answer: %w", err)
+	}
+	return nil
+}

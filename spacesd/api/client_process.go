@@ -1,0 +1,102 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/gorilla/websocket"
+)
+
+// Exec runs a command to completion.
+func (c *Client) Exec(ctx context.Context, req ExecRequest) (*ExecResult, error) {
+	var res ExecResult
+	return &res, c.JSON(ctx, http.MethodPost, PathExec, nil, req, &res)
+}
+
+// Start starts a detached process.
+func (c *Client) Start(ctx context.Context, req StartRequest) (*ProcessInfo, error) {
+	var info ProcessInfo
+	return &info, c.JSON(ctx, http.MethodPost, PathProcesses, nil, req, &info)
+}
+
+// Processes lists the processes the daemon started and still remembers.
+func (c *Client) Processes(ctx context.Context) ([]ProcessInfo, error) {
+	var list []ProcessInfo
+	return list, c.JSON(ctx, http.MethodGet, PathProcesses, nil, nil, &list)
+}
+
+// Process describes one process.
+func (c *Client) Process(ctx context.Context, id string) (*ProcessInfo, error) {
+	var info ProcessInfo
+	return &info, c.JSON(ctx, http.MethodGet, processPath(PathProcess, id), nil, nil, &info)
+}
+
+// Signal sends a signal to a process (its whole group unless group is false).
+func (c *Client) Signal(ctx context.Context, id, signal string) error {
+	return c.JSON(ctx, http.MethodPost, processPath(PathProcessSignal, id), nil, SignalRequest{Signal: signal}, nil)
+}
+
+// Resize changes a PTY process's terminal size.
+func (c *Client) Resize(ctx context.Context, id string, size PTYSize) error {
+	return c.JSON(ctx, http.MethodPost, processPath(PathProcessResize, id), nil, size, nil)
+}
+
+// WriteStdin writes bytes to a process started with Stdin; closeAfter closes
+// its stdin afterwards.
+func (c *Client) WriteStdin(ctx context.Context, id string, data []byte, closeAfter bool) error {
+	q := url.Values{}
+	if closeAfter {
+		q.Set("close", "true")
+	}
+	resp, err := c.Do(ctx, http.MethodPost, processPath(PathProcessStdin, id), q, bytes.NewReader(data), "application/octet-stream")
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
+}
+
+// ProcessStream is an open output stream of one process.
+type ProcessStream struct {
+	conn *websocket.Conn
+}
+
+// StreamProcess opens the output stream from the given offsets. Every byte
+// from those offsets on arrives once, in order, then an "exit" event.
+func (c *Client) StreamProcess(ctx context.Context, id string, stdoutOffset, stderrOffset int64) (*ProcessStream, error) {
+	q := url.Values{}
+	q.Set("stdout_offset", strconv.FormatInt(stdoutOffset, 10))
+	q.Set("stderr_offset", strconv.FormatInt(stderrOffset, 10))
+	conn, err := c.DialWebSocket(ctx, processPath(PathProcessStream, id), q)
+	if err != nil {
+		return nil, err
+	}
+	return &ProcessStream{conn: conn}, nil
+}
+
+// Next returns the next event.
+func (s *ProcessStream) Next() (*StreamEvent, error) {
+	var ev StreamEvent
+	if err := s.conn.ReadJSON(&ev); err != nil {
+		return nil, Errorf(KindEnv, "process stream: %w", err)
+	}
+	return &ev, nil
+}
+
+// Send sends stdin, a resize or a signal on the stream.
+func (s *ProcessStream) Send(in StreamInput) error {
+	if err := s.conn.WriteJSON(in); err != nil {
+		return Errorf(KindEnv, "process stream: %w", err)
+	}
+	return nil
+}
+
+// Close ends the stream; the process goes on.
+func (s *ProcessStream) Close() error { return s.conn.Close() }
+
+func processPath(pattern, id string) string {
+	return strings.Replace(pattern, "{id}", url.PathEscape(id), 1)
+}

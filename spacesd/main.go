@@ -1,0 +1,163 @@
+// Command cua-spacesd is the guest daemon baked into every Space: it exposes
+// the guest's shell, processes, files and desktop over HTTP to the bridge.
+//
+//	cua-spacesd [serve] [--listen ADDR] [--token-file FILE]   serve (default)
+//	cua-spacesd doctor [--json]                               check this guest
+//	cua-spacesd version                                       print the version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/spacesd/doctor"
+	"github.com/trycua/cua-spacesd/spacesd/server"
+)
+
+// version is set at link time (-X main.version=...).
+var version = "dev"
+
+// tokenEnv is the environment variable a token may come from. It is removed
+// from the daemon's environment at start so no child process inherits it.
+const tokenEnv = "CUA_SPACESD_TOKEN"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(args, stderr)
+	case "doctor":
+		return doctor.Main(args, stdout, stderr, version)
+	case "version", "--version":
+		fmt.Fprintf(stdout, "cua-spacesd %s (protocol %d)\n", version, api.ProtocolVersion)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, "usage: cua-spacesd [serve|doctor|version] [flags]; cua-spacesd serve -h lists the flags")
+		return 0
+	}
+	fmt.Fprintf(stderr, "cua-spacesd: unknown command %q (serve, doctor, version)\n", cmd)
+	return 2
+}
+
+func serve(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "", "address to listen on (default 0.0.0.0:3211 with a token, 127.0.0.1:3211 without)")
+	token := fs.String("token", "", "bearer token (prefer --token-file or "+tokenEnv+": flags show in ps)")
+	tokenFile := fs.String("token-file", "", "file holding the bearer token; changes rotate it and end old sessions")
+	display := fs.String("display", os.Getenv("DISPLAY"), "X display for the desktop features")
+	dataDir := fs.String("data-dir", defaultDataDir(), "directory for the daemon's own state")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "cua-spacesd: --log-level %q: %v\n", *logLevel, err)
+		return 2
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	envToken := os.Getenv(tokenEnv)
+	_ = os.Unsetenv(tokenEnv)
+	auth, err := buildAuth(*token, *tokenFile, envToken, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
+		return 2
+	}
+	addr, err := listenAddr(*listen, auth.Required())
+	if err != nil {
+		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
+		return 2
+	}
+	srv, err := server.New(server.Config{Version: version, Auth: auth, Logger: log, Display: *display, DataDir: *dataDir})
+	if err != nil {
+		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "cua-spacesd: listen %s: %v\n", addr, err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log.Info("cua-spacesd serving", "addr", ln.Addr().String(), "version", version, "auth", auth.Required(), "display", *display)
+	if err := srv.Serve(ctx, ln); err != nil && !errors.Is(err, net.ErrClosed) {
+		log.Error("serve", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// buildAuth picks the token source: at most one of flag, file and env.
+func buildAuth(flagToken, file, envToken string, log *slog.Logger) (*server.Auth, error) {
+	n := 0
+	for _, s := range []string{flagToken, file, envToken} {
+		if s != "" {
+			n++
+		}
+	}
+	if n > 1 {
+		return nil, errors.New("give the token one way only: --token, --token-file or " + tokenEnv)
+	}
+	if file != "" {
+		return server.NewFileAuth(file, log)
+	}
+	return server.NewAuth(flagToken+envToken, log), nil
+}
+
+// listenAddr applies the default bind and refuses a non-loopback bind
+// without a token: an open shell on the network is never a default.
+func listenAddr(listen string, hasToken bool) (string, error) {
+	if listen == "" {
+		host := "127.0.0.1"
+		if hasToken {
+			host = "0.0.0.0"
+		}
+		return net.JoinHostPort(host, strconv.Itoa(api.DefaultPort)), nil
+	}
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", fmt.Errorf("--listen %q: %v (want HOST:PORT)", listen, err)
+	}
+	if hasToken {
+		return listen, nil
+	}
+	if host == "localhost" {
+		return net.JoinHostPort("127.0.0.1", port), nil
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return "", fmt.Errorf("refusing to listen on %q without a token: give --token-file (or %s), or bind 127.0.0.1", listen, tokenEnv)
+	}
+	return listen, nil
+}
+
+func defaultDataDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/cua-spacesd"
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return d + "/cua-spacesd"
+	}
+	return os.TempDir() + "/cua-spacesd"
+}

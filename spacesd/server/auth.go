@@ -1,0 +1,174 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// TokenPollInterval is how often a token file is re-read for rotation.
+const TokenPollInterval = time.Second
+
+// Auth holds the current bearer token and ends every session opened under a
+// token once that token is rotated away.
+type Auth struct {
+	mu         sync.Mutex
+	digest     [sha256.Size]byte // of the current token; the token itself is not kept
+	hasToken   bool
+	generation uint64
+	sessions   map[*session]struct{}
+	file       string
+	fileStamp  string
+	log        *slog.Logger
+}
+
+type session struct {
+	generation uint64
+	cancel     context.CancelFunc
+}
+
+// NewAuth returns an Auth for a fixed token ("" means no auth: loopback only).
+func NewAuth(token string, log *slog.Logger) *Auth {
+	a := &Auth{sessions: map[*session]struct{}{}, log: log}
+	a.set(token)
+	return a
+}
+
+// NewFileAuth returns an Auth that reads the token from a file and follows
+// its changes (see Watch).
+func NewFileAuth(path string, log *slog.Logger) (*Auth, error) {
+	tok, stamp, err := readTokenFile(path)
+	if err != nil {
+		return nil, err
+	}
+	a := NewAuth(tok, log)
+	a.file, a.fileStamp = path, stamp
+	return a, nil
+}
+
+// ReadTokenFile reads a token file: its first line, trimmed.
+func readTokenFile(path string) (token, stamp string, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", "", fmt.Errorf("token file %s: %w", path, err)
+	}
+	tok := strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
+	if tok == "" {
+		return "", "", fmt.Errorf("token file %s is empty", path)
+	}
+	sum := sha256.Sum256([]byte(tok))
+	return tok, string(sum[:]), nil
+}
+
+func (a *Auth) set(token string) {
+	a.hasToken = token != ""
+	a.digest = sha256.Sum256([]byte(token))
+}
+
+// Required reports whether calls need a token.
+func (a *Auth) Required() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.hasToken
+}
+
+// Check compares a presented token with the current one in constant time
+// (both sides are hashed first, so the length leaks nothing either) and
+// returns the generation it belongs to.
+func (a *Auth) Check(presented string) (uint64, bool) {
+	sum := sha256.Sum256([]byte(presented))
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.hasToken {
+		return a.generation, true
+	}
+	ok := subtle.ConstantTimeCompare(sum[:], a.digest[:]) == 1
+	return a.generation, ok
+}
+
+// Session derives a context that is cancelled when the token of generation
+// gen is rotated away. The returned release must be called when the session ends.
+func (a *Auth) Session(parent context.Context, gen uint64) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	s := &session{generation: gen, cancel: cancel}
+	a.mu.Lock()
+	if gen != a.generation {
+		a.mu.Unlock()
+		cancel()
+		return ctx, func() {}
+	}
+	a.sessions[s] = struct{}{}
+	a.mu.Unlock()
+	return ctx, func() {
+		a.mu.Lock()
+		delete(a.sessions, s)
+		a.mu.Unlock()
+		cancel()
+	}
+}
+
+// Valid reports whether generation gen is still the current one.
+func (a *Auth) Valid(gen uint64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return gen == a.generation
+}
+
+// Rotate installs a new token and ends every session of the old one.
+func (a *Auth) Rotate(token string) {
+	a.mu.Lock()
+	a.set(token)
+	a.generation++
+	old := a.sessions
+	a.sessions = map[*session]struct{}{}
+	a.mu.Unlock()
+	for s := range old {
+		s.cancel()
+	}
+	a.log.Info("token rotated; sessions of the old token ended", "sessions", len(old))
+}
+
+// Watch follows the token file until ctx ends. Polling (not fsnotify) on
+// purpose: editors and secret managers replace the file in many ways (rename,
+// symlink swap as Kubernetes does), and a one-second poll sees them all.
+func (a *Auth) Watch(ctx context.Context) {
+	if a.file == "" {
+		return
+	}
+	t := time.NewTicker(TokenPollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			a.reload()
+		}
+	}
+}
+
+func (a *Auth) reload() {
+	tok, stamp, err := readTokenFile(a.file)
+	if err != nil {
+		// Keep the old token: a half-written or briefly missing file must not
+		// open the daemon. The next poll tries again.
+		if !errors.Is(err, os.ErrNotExist) {
+			a.log.Warn("token file unreadable; keeping the current token", "err", err)
+		}
+		return
+	}
+	a.mu.Lock()
+	changed := stamp != a.fileStamp
+	a.fileStamp = stamp
+	a.mu.Unlock()
+	if changed {
+		a.Rotate(tok)
+	}
+}

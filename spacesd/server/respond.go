@@ -1,0 +1,79 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/trycua/cua-spacesd/spacesd/api"
+)
+
+// MaxJSONBodyBytes bounds every JSON request body; bulk bytes travel as
+// plain bodies on their own routes.
+const MaxJSONBodyBytes = 4 << 20
+
+// writeJSON answers v with the given status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError answers err in the error envelope with its kind's status.
+func writeError(w http.ResponseWriter, err error) {
+	e := api.AsError(err)
+	if rw, ok := w.(*recorder); ok {
+		rw.kind = e.Kind
+	}
+	writeJSON(w, e.HTTPStatus(), api.ErrorEnvelope{Error: e})
+}
+
+// decodeBody reads a JSON body into a T, refusing unknown fields, trailing
+// data and bodies over MaxJSONBodyBytes with kind invalid_argument.
+func decodeBody[T any](r *http.Request) (T, error) {
+	var v T
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, MaxJSONBodyBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			return v, api.Errorf(api.KindInvalidArgument, "request body is over %d bytes", MaxJSONBodyBytes)
+		case errors.Is(err, io.EOF):
+			return v, api.Errorf(api.KindInvalidArgument, "request body is empty; a JSON object was expected")
+		}
+		return v, api.Errorf(api.KindInvalidArgument, "request body is not valid JSON for this route: %v", err)
+	}
+	if dec.More() {
+		return v, api.Errorf(api.KindInvalidArgument, "request body has data after the JSON object")
+	}
+	return v, nil
+}
+
+// queryInt parses an optional integer query parameter within [lo, hi].
+func queryInt(r *http.Request, name string, def, lo, hi int64) (int64, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return def, nil
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < lo || v > hi {
+		return 0, api.Errorf(api.KindInvalidArgument, "query parameter %s=%q must be an integer from %d to %d", name, s, lo, hi)
+	}
+	return v, nil
+}
+
+// queryBool parses an optional boolean query parameter.
+func queryBool(r *http.Request, name string) (bool, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return false, nil
+	}
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, api.Errorf(api.KindInvalidArgument, "query parameter %s=%q must be true or false", name, s)
+	}
+	return v, nil
+}

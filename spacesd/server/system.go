@@ -1,0 +1,32 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/trycua/cua-spacesd/spacesd/api"
+)
+
+func (s *Server) systemRoutes() []route {
+	return []route{
+		{method: http.MethodGet, path: "/health", public: true, handler: s.handleHealth},
+		{method: http.MethodGet, path: "/v1/capabilities", handler: s.handleCapabilities},
+		{method: http.MethodGet, path: "/metrics", handler: s.handleMetrics},
+	}
+}
+
+// handleHealth names the daemon without auth, so a client can tell "no
+// spacesd here" from "wrong token". It reveals nothing else.
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, api.Health{
+		Daemon: api.DaemonName, Version: s.cfg.Version, Protocol: api.ProtocolVersion, Status: "ok",
+	})
+}
+
+func (s *Server) handleCapabilities(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.Capabilities(r.Context()))
+}
+
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	s.metrics.write(w)
+}
