@@ -1,0 +1,411 @@
+// Package registry keeps the Spaces a bridge knows under $CUA_HOME: names and
+// URLs in spaces.json, tokens in tokens.json (mode 0600). Several bridges
+// (an MCP server and a CLI, say) may change it at once: every change takes an
+// exclusive flock on registry.lock, rereads both files, and replaces them by
+// writing a temp file, fsyncing it and renaming it over the old one.
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/trycua/cua-spacesd/spacesd/api"
+)
+
+// File names under the home directory.
+const (
+	SpacesFile = "spaces.json"
+	TokensFile = "tokens.json"
+	LockFile   = "registry.lock"
+
+	// tokensMode keeps tokens readable by their owner only.
+	tokensMode fs.FileMode = 0o600
+	homeMode   fs.FileMode = 0o700
+	spacesMode fs.FileMode = 0o644
+
+	// maxNameLen bounds a Space name: it appears in tool output and logs.
+	maxNameLen = 64
+)
+
+// Prefixes of Space ids that are not plain names.
+const (
+	PrefixDirect = "direct:"
+	PrefixRelay  = "relay:"
+)
+
+// EnvHome names the registry's directory; default ~/.cua.
+const EnvHome = "CUA_HOME"
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// Entry is one registered Space.
+type Entry struct {
+	Name  string `json:"name"`
+	URL   string `json:"url"`
+	Token string `json:"-"`
+}
+
+// ID is the id a caller passes to reach this Space: its name.
+func (e Entry) ID() string { return e.Name }
+
+// Registry is the Spaces under one home directory. Its methods reread the
+// files on every call, so two Registry values (or processes) on the same home
+// always agree after a change returns.
+type Registry struct {
+	home string
+}
+
+type spacesDoc struct {
+	Spaces []Entry `json:"spaces"`
+}
+
+type tokensDoc struct {
+	Tokens map[string]string `json:"tokens"`
+}
+
+// Home returns the registry directory for home ("" = $CUA_HOME or ~/.cua).
+func Home(home string) (string, error) {
+	if home != "" {
+		return home, nil
+	}
+	if h := os.Getenv(EnvHome); h != "" {
+		return h, nil
+	}
+	u, err := os.UserHomeDir()
+	if err != nil {
+		return "", api.Errorf(api.KindEnv, "no home directory for the registry; set %s: %w", EnvHome, err)
+	}
+	return filepath.Join(u, ".cua"), nil
+}
+
+// Open opens (and creates) the registry under home ("" = $CUA_HOME or ~/.cua).
+func Open(home string) (*Registry, error) {
+	dir, err := Home(home)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, homeMode); err != nil {
+		return nil, api.Errorf(api.KindIO, "create registry directory %s: %w", dir, err)
+	}
+	return &Registry{home: dir}, nil
+}
+
+// Dir is the registry's directory.
+func (r *Registry) Dir() string { return r.home }
+
+// Add registers (or replaces) a Space. name "" derives one from the URL's host.
+func (r *Registry) Add(ctx context.Context, name, rawURL, token string) (Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return Entry{}, api.Errorf(api.KindCancelled, "add space: %w", err)
+	}
+	u, err := NormalizeURL(rawURL)
+	if err != nil {
+		return Entry{}, err
+	}
+	if name == "" {
+		name = nameFromURL(u)
+	}
+	if err := ValidName(name); err != nil {
+		return Entry{}, err
+	}
+	e := Entry{Name: name, URL: u, Token: token}
+	err = r.update(func(s *spacesDoc, t *tokensDoc) error {
+		replaced := false
+		for i := range s.Spaces {
+			if s.Spaces[i].Name == name {
+				s.Spaces[i].URL = u
+				replaced = true
+			}
+		}
+		if !replaced {
+			s.Spaces = append(s.Spaces, Entry{Name: name, URL: u})
+		}
+		if token == "" {
+			delete(t.Tokens, name)
+		} else {
+			t.Tokens[name] = token
+		}
+		return nil
+	})
+	if err != nil {
+		return Entry{}, err
+	}
+	return e, nil
+}
+
+// Remove forgets a Space (by exact name or any id Resolve accepts) and its token.
+func (r *Registry) Remove(id string) error {
+	return r.update(func(s *spacesDoc, t *tokensDoc) error {
+		e, err := resolve(s, t, id)
+		if err != nil {
+			return err
+		}
+		kept := s.Spaces[:0]
+		found := false
+		for _, x := range s.Spaces {
+			if x.Name == e.Name {
+				found = true
+				continue
+			}
+			kept = append(kept, x)
+		}
+		if !found {
+			return api.Errorf(api.KindNotFound, "space %q is not registered", id).WithHint("list_spaces shows the registered Spaces")
+		}
+		s.Spaces = kept
+		delete(t.Tokens, e.Name)
+		return nil
+	})
+}
+
+// List returns every registered Space, sorted by name, with its token.
+func (r *Registry) List() ([]Entry, error) {
+	s, t, err := r.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, 0, len(s.Spaces))
+	for _, e := range s.Spaces {
+		e.Token = t.Tokens[e.Name]
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Resolve finds the Space an id names: "direct:<host:port>" (a registered
+// Space at that address, or an unregistered one reached without a token),
+// "relay:<computer>", an exact name, or a unique name prefix.
+func (r *Registry) Resolve(id string) (Entry, error) {
+	s, t, err := r.snapshot()
+	if err != nil {
+		return Entry{}, err
+	}
+	return resolve(s, t, id)
+}
+
+// Client resolves id and returns a client of its spacesd.
+func (r *Registry) Client(id string) (*api.Client, Entry, error) {
+	e, err := r.Resolve(id)
+	if err != nil {
+		return nil, Entry{}, err
+	}
+	c, err := api.NewClient(e.URL, e.Token)
+	if err != nil {
+		return nil, Entry{}, err
+	}
+	return c, e, nil
+}
+
+func resolve(s *spacesDoc, t *tokensDoc, id string) (Entry, error) {
+	id = strings.TrimSpace(id)
+	if id == "" {
+		return Entry{}, api.Errorf(api.KindInvalidArgument, "space is empty: pass a name, direct:<host:port> or relay:<computer>")
+	}
+	withToken := func(e Entry) Entry { e.Token = t.Tokens[e.Name]; return e }
+	switch {
+	case strings.HasPrefix(id, PrefixDirect):
+		hostport := strings.TrimPrefix(id, PrefixDirect)
+		if _, _, err := net.SplitHostPort(hostport); err != nil {
+			return Entry{}, api.Errorf(api.KindInvalidArgument, "space %q: want direct:<host:port>", id)
+		}
+		for _, e := range s.Spaces {
+			if u, err := url.Parse(e.URL); err == nil && u.Host == hostport {
+				return withToken(e), nil
+			}
+		}
+		return Entry{Name: id, URL: "http://" + hostport}, nil
+	case strings.HasPrefix(id, PrefixRelay):
+		computer := strings.TrimPrefix(id, PrefixRelay)
+		for _, e := range s.Spaces {
+			if e.Name == computer || e.Name == id {
+				return withToken(e), nil
+			}
+		}
+		return Entry{}, api.Errorf(api.KindNotFound, "relay space %q is not registered", id).WithHint("add it first with add_space")
+	}
+	var matches []Entry
+	for _, e := range s.Spaces {
+		if e.Name == id {
+			return withToken(e), nil
+		}
+		if strings.HasPrefix(e.Name, id) {
+			matches = append(matches, e)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return Entry{}, api.Errorf(api.KindNotFound, "no space named %q", id).WithHint("list_spaces shows the registered Spaces")
+	case 1:
+		return withToken(matches[0]), nil
+	}
+	names := make([]string, len(matches))
+	for i, m := range matches {
+		names[i] = m.Name
+	}
+	sort.Strings(names)
+	return Entry{}, &api.Error{Kind: api.KindAmbiguousSandbox,
+		Message: fmt.Sprintf("space %q matches %d spaces: %s", id, len(names), strings.Join(names, ", ")),
+		Hint:    "use the full name"}
+}
+
+// ValidName checks a Space name.
+func ValidName(name string) error {
+	if len(name) > maxNameLen || !nameRE.MatchString(name) {
+		return api.Errorf(api.KindInvalidArgument,
+			"space name %q: use 1-%d letters, digits, '.', '_' or '-', starting with a letter or digit", name, maxNameLen)
+	}
+	return nil
+}
+
+// NormalizeURL checks a spacesd URL and returns it in canonical form
+// ("host:port" becomes "http://host:port", no trailing slash).
+func NormalizeURL(raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return "", api.Errorf(api.KindInvalidArgument, "url is empty: pass the Space's spacesd URL, e.g. http://127.0.0.1:3211")
+	}
+	if !strings.Contains(raw, "://") {
+		raw = "http://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return "", api.Errorf(api.KindInvalidArgument, "url %q is not an http(s) URL of a spacesd", raw)
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawQuery, u.Fragment = "", ""
+	return u.String(), nil
+}
+
+func nameFromURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	h := p.Hostname()
+	if port := p.Port(); port != "" {
+		h += "-" + port
+	}
+	return strings.NewReplacer(":", "-", "[", "", "]", "").Replace(h)
+}
+
+// snapshot reads both files under a shared lock, so it never sees one file
+// of an update without the other.
+func (r *Registry) snapshot() (*spacesDoc, *tokensDoc, error) {
+	unlock, err := r.lock(false)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
+	return r.read()
+}
+
+func (r *Registry) update(change func(*spacesDoc, *tokensDoc) error) error {
+	unlock, err := r.lock(true)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	s, t, err := r.read()
+	if err != nil {
+		return err
+	}
+	if err := change(s, t); err != nil {
+		return err
+	}
+	// Tokens first: a crash between the two renames leaves a token without a
+	// Space (harmless, dropped later) rather than a Space without its token.
+	if err := r.writeJSON(TokensFile, t, tokensMode); err != nil {
+		return err
+	}
+	return r.writeJSON(SpacesFile, s, spacesMode)
+}
+
+func (r *Registry) read() (*spacesDoc, *tokensDoc, error) {
+	s := &spacesDoc{}
+	t := &tokensDoc{}
+	if err := r.readJSON(SpacesFile, s); err != nil {
+		return nil, nil, err
+	}
+	if err := r.readJSON(TokensFile, t); err != nil {
+		return nil, nil, err
+	}
+	if t.Tokens == nil {
+		t.Tokens = map[string]string{}
+	}
+	return s, t, nil
+}
+
+func (r *Registry) readJSON(name string, v any) error {
+	p := filepath.Join(r.home, name)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return api.Errorf(api.KindIO, "read %s: %w", p, err)
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return api.Errorf(api.KindJSON, "parse %s: %w (fix or remove the file)", p, err)
+	}
+	return nil
+}
+
+// writeJSON replaces name atomically: temp file in the same directory,
+// fsync, rename, fsync the directory. A crash leaves the old file or the new
+// one, never a mix.
+func (r *Registry) writeJSON(name string, v any, mode fs.FileMode) error {
+	p := filepath.Join(r.home, name)
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return api.Errorf(api.KindJSON, "encode %s: %w", p, err)
+	}
+	b = append(b, '\n')
+	f, err := os.CreateTemp(r.home, "."+name+".tmp-*")
+	if err != nil {
+		return api.Errorf(api.KindIO, "write %s: %w", p, err)
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	// Chmod before any secret lands in the file.
+	if err := f.Chmod(mode); err != nil {
+		return api.Errorf(api.KindIO, "chmod %s: %w", tmp, err)
+	}
+	if _, err := f.Write(b); err != nil {
+		return api.Errorf(api.KindIO, "write %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		return api.Errorf(api.KindIO, "fsync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return api.Errorf(api.KindIO, "close %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return api.Errorf(api.KindIO, "replace %s: %w", p, err)
+	}
+	ok = true
+	if d, err := os.Open(r.home); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
