@@ -36,6 +36,9 @@ type session struct {
 
 // NewAuth returns an Auth for a fixed token ("" means no auth: loopback only).
 func NewAuth(token string, log *slog.Logger) *Auth {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	a := &Auth{sessions: map[*session]struct{}{}, log: log}
 	a.set(token)
 	return a
