@@ -64,7 +64,7 @@ func serve(args []string, stderr io.Writer) int {
 	token := fs.String("token", "", "bearer token (prefer --token-file or "+tokenEnv+": flags show in ps)")
 	tokenFile := fs.String("token-file", "", "file holding the bearer token; changes rotate it and end old sessions")
 	display := fs.String("display", os.Getenv("DISPLAY"), "X display for the desktop features")
-	dataDir := fs.String("data-dir", defaultDataDir(), "directory for the daemon's own state")
+	dataDir := fs.String("data-dir", doctor.DefaultDataDir(), "directory for the daemon's own state")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -150,14 +150,4 @@ func listenAddr(listen string, hasToken bool) (string, error) {
 		return "", fmt.Errorf("refusing to listen on %q without a token: give --token-file (or %s), or bind 127.0.0.1", listen, tokenEnv)
 	}
 	return listen, nil
-}
-
-func defaultDataDir() string {
-	if os.Geteuid() == 0 {
-		return "/var/lib/cua-spacesd"
-	}
-	if d, err := os.UserCacheDir(); err == nil {
-		return d + "/cua-spacesd"
-	}
-	return os.TempDir() + "/cua-spacesd"
 }

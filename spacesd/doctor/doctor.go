@@ -1,13 +1,313 @@
-// Package doctor checks a guest for what cua-spacesd needs and reports it.
+// Package doctor checks a guest for what cua-spacesd needs and reports it,
+// as a human report or JSON. Exit codes: 0 pass, 1 fail, 2 doctor error.
 package doctor
 
 import (
+	"context"
+	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 )
 
-// Main runs the doctor command. Exit codes: 0 pass, 1 fail, 2 doctor error.
+// Disk thresholds: below warnFreeBytes transfers may fail; below
+// failFreeBytes even the daemon's own state may not fit.
+const (
+	warnFreeBytes = 1 << 30
+	failFreeBytes = 100 << 20
+	checkTimeout  = 5 * time.Second
+)
+
+// Status of one check.
+type Status string
+
+const (
+	Pass Status = "pass"
+	Warn Status = "warn"
+	Fail Status = "fail"
+	Skip Status = "skip"
+)
+
+// Result is one check's outcome.
+type Result struct {
+	Name   string `json:"name"`
+	Status Status `json:"status"`
+	Detail string `json:"detail"`
+	// Fix says what to do, set on warn and fail.
+	Fix string `json:"fix,omitempty"`
+}
+
+// Report is the whole outcome.
+type Report struct {
+	Version string   `json:"version"`
+	OK      bool     `json:"ok"`
+	Checks  []Result `json:"checks"`
+}
+
+// Options say what to check.
+type Options struct {
+	TokenFile string
+	DataDir   string
+	Display   string
+	RelayURL  string
+}
+
+// Check is one named check.
+type Check struct {
+	Name string
+	Run  func(ctx context.Context, o Options) Result
+}
+
+// Checks are the default checks, in report order.
+var Checks = []Check{
+	{"token file", checkTokenFile},
+	{"data dir", checkDataDir},
+	{"disk space", checkDisk},
+	{"shell", checkShell},
+	{"pty", checkPTY},
+	{"display", checkDisplay},
+	{"video encoder", checkEncoder},
+	{"relay", checkRelay},
+}
+
+// Run runs checks and builds the report.
+func Run(ctx context.Context, o Options, checks []Check, version string) Report {
+	r := Report{Version: version, OK: true}
+	for _, c := range checks {
+		cctx, cancel := context.WithTimeout(ctx, checkTimeout)
+		res := c.Run(cctx, o)
+		cancel()
+		res.Name = c.Name
+		if res.Status == Fail {
+			r.OK = false
+		}
+		r.Checks = append(r.Checks, res)
+	}
+	return r
+}
+
+// Main is the doctor subcommand.
 func Main(args []string, stdout, stderr io.Writer, version string) int {
-	fmt.Fprintln(stderr, "cua-spacesd doctor: not implemented yet")
-	return 2
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	var o Options
+	fs.StringVar(&o.TokenFile, "token-file", "", "token file the daemon will use")
+	fs.StringVar(&o.DataDir, "data-dir", DefaultDataDir(), "the daemon's data directory")
+	fs.StringVar(&o.Display, "display", os.Getenv("DISPLAY"), "X display for the desktop features")
+	fs.StringVar(&o.RelayURL, "relay", os.Getenv("CUA_RELAY_URL"), "relay URL to check reachability of")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "cua-spacesd doctor: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	rep := Run(context.Background(), o, Checks, version)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			fmt.Fprintf(stderr, "cua-spacesd doctor: %v\n", err)
+			return 2
+		}
+	} else {
+		WriteHuman(stdout, rep)
+	}
+	if !rep.OK {
+		return 1
+	}
+	return 0
+}
+
+// WriteHuman prints the report for a person.
+func WriteHuman(w io.Writer, rep Report) {
+	fmt.Fprintf(w, "cua-spacesd %s doctor\n\n", rep.Version)
+	for _, c := range rep.Checks {
+		fmt.Fprintf(w, "  %-5s %-14s %s\n", strings.ToUpper(string(c.Status)), c.Name, c.Detail)
+		if c.Fix != "" {
+			fmt.Fprintf(w, "        %-14s fix: %s\n", "", c.Fix)
+		}
+	}
+	if rep.OK {
+		fmt.Fprintln(w, "\nAll required checks passed.")
+	} else {
+		fmt.Fprintln(w, "\nSome checks failed: see the fixes above.")
+	}
+}
+
+// DefaultDataDir is where the daemon keeps its state unless told otherwise.
+func DefaultDataDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/cua-spacesd"
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "cua-spacesd")
+	}
+	return filepath.Join(os.TempDir(), "cua-spacesd")
+}
+
+func checkTokenFile(_ context.Context, o Options) Result {
+	if o.TokenFile == "" {
+		return Result{Status: Warn, Detail: "no --token-file given: the daemon will only serve loopback without a token",
+			Fix: "pass --token-file FILE (mode 0600) to serve other machines"}
+	}
+	fi, err := os.Stat(o.TokenFile)
+	if err != nil {
+		return Result{Status: Fail, Detail: err.Error(), Fix: "create the token file with one random line, mode 0600"}
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return Result{Status: Fail, Detail: fmt.Sprintf("%s has mode %04o: others can read the token", o.TokenFile, fi.Mode().Perm()),
+			Fix: "chmod 600 " + o.TokenFile}
+	}
+	b, err := os.ReadFile(o.TokenFile)
+	if err != nil {
+		return Result{Status: Fail, Detail: err.Error(), Fix: "make the token file readable by the daemon's user"}
+	}
+	if strings.TrimSpace(string(b)) == "" {
+		return Result{Status: Fail, Detail: o.TokenFile + " is empty", Fix: "write a random token into it"}
+	}
+	return Result{Status: Pass, Detail: o.TokenFile + " holds a token, mode " + fmt.Sprintf("%04o", fi.Mode().Perm())}
+}
+
+func checkDataDir(_ context.Context, o Options) Result {
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return Result{Status: Fail, Detail: err.Error(), Fix: "create " + o.DataDir + " writable by the daemon's user, or pass --data-dir"}
+	}
+	f, err := os.CreateTemp(o.DataDir, ".doctor-*")
+	if err != nil {
+		return Result{Status: Fail, Detail: "cannot write in " + o.DataDir + ": " + err.Error(), Fix: "make it writable by the daemon's user"}
+	}
+	name := f.Name()
+	f.Close()
+	os.Remove(name)
+	return Result{Status: Pass, Detail: o.DataDir + " is writable"}
+}
+
+func checkDisk(_ context.Context, o Options) Result {
+	dir := o.DataDir
+	if _, err := os.Stat(dir); err != nil {
+		dir = os.TempDir()
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return Result{Status: Fail, Detail: "statfs " + dir + ": " + err.Error()}
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	detail := fmt.Sprintf("%s free on %s", humanBytes(free), dir)
+	switch {
+	case free < failFreeBytes:
+		return Result{Status: Fail, Detail: detail, Fix: "free disk space: writes and uploads will fail"}
+	case free < warnFreeBytes:
+		return Result{Status: Warn, Detail: detail, Fix: "free disk space before large uploads"}
+	}
+	return Result{Status: Pass, Detail: detail}
+}
+
+func checkShell(ctx context.Context, _ Options) Result {
+	out, err := exec.CommandContext(ctx, "/bin/sh", "-c", "echo ok").Output()
+	if err != nil || strings.TrimSpace(string(out)) != "ok" {
+		return Result{Status: Fail, Detail: fmt.Sprintf("/bin/sh does not run: %v", err), Fix: "install a POSIX shell at /bin/sh"}
+	}
+	return Result{Status: Pass, Detail: "/bin/sh runs commands"}
+}
+
+func checkPTY(_ context.Context, _ Options) Result {
+	ptm, tty, err := pty.Open()
+	if err != nil {
+		return Result{Status: Fail, Detail: "cannot open a pseudo-terminal: " + err.Error(),
+			Fix: "mount devpts at /dev/pts (containers: --privileged is not needed, only /dev/pts and /dev/ptmx)"}
+	}
+	name := tty.Name()
+	tty.Close()
+	ptm.Close()
+	return Result{Status: Pass, Detail: "opened " + name}
+}
+
+// checkDisplay connects to the X server's socket; the desktop features
+// report the finer details (XTEST, MIT-SHM, EWMH) in capabilities.
+func checkDisplay(ctx context.Context, o Options) Result {
+	if o.Display == "" {
+		return Result{Status: Warn, Detail: "DISPLAY is unset: windows, screenshots, input and streaming are unavailable",
+			Fix: "run the daemon with DISPLAY set (or --xvfb to start its own virtual display)"}
+	}
+	network, addr, err := xAddress(o.Display)
+	if err != nil {
+		return Result{Status: Fail, Detail: err.Error(), Fix: "set DISPLAY to a form like :0 or host:0"}
+	}
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil {
+		return Result{Status: Fail, Detail: fmt.Sprintf("display %s refused the connection: %v", o.Display, err),
+			Fix: "start the X server (Xvfb " + o.Display + ") or fix DISPLAY"}
+	}
+	c.Close()
+	return Result{Status: Pass, Detail: "X display " + o.Display + " accepts connections"}
+}
+
+// xAddress turns a DISPLAY value into the socket to dial.
+func xAddress(display string) (network, addr string, err error) {
+	host, rest, ok := strings.Cut(display, ":")
+	if !ok || rest == "" {
+		return "", "", fmt.Errorf("DISPLAY %q is not of the form [host]:N[.S]", display)
+	}
+	num, _, _ := strings.Cut(rest, ".")
+	for _, r := range num {
+		if r < '0' || r > '9' {
+			return "", "", fmt.Errorf("DISPLAY %q has a bad display number", display)
+		}
+	}
+	if host == "" || host == "unix" {
+		return "unix", "/tmp/.X11-unix/X" + num, nil
+	}
+	var n int
+	fmt.Sscanf(num, "%d", &n)
+	return "tcp", net.JoinHostPort(host, fmt.Sprint(6000+n)), nil
+}
+
+func checkEncoder(_ context.Context, _ Options) Result {
+	return Result{Status: Warn, Detail: "this build has no video encoder: desktop_stream and window_stream are unavailable",
+		Fix: "use a build of cua-spacesd with the media encoder"}
+}
+
+func checkRelay(ctx context.Context, o Options) Result {
+	if o.RelayURL == "" {
+		return Result{Status: Skip, Detail: "no relay configured"}
+	}
+	host := o.RelayURL
+	if i := strings.Index(host, "://"); i >= 0 {
+		host = host[i+3:]
+	}
+	host, _, _ = strings.Cut(host, "/")
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		host = net.JoinHostPort(host, "443")
+	}
+	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", host)
+	if err != nil {
+		return Result{Status: Fail, Detail: fmt.Sprintf("relay %s unreachable: %v", o.RelayURL, err),
+			Fix: "check the relay URL and that outbound connections to it are allowed"}
+	}
+	c.Close()
+	return Result{Status: Pass, Detail: "relay " + host + " accepts connections"}
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -1,0 +1,77 @@
+package doctor_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trycua/cua-spacesd/spacesd/doctor"
+)
+
+func statusOf(t *testing.T, rep doctor.Report, name string) doctor.Result {
+	t.Helper()
+	for _, c := range rep.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no check %q in %+v", name, rep)
+	return doctor.Result{}
+}
+
+func TestDoctorJSON(t *testing.T) {
+	dir := t.TempDir()
+	tok := filepath.Join(dir, "token")
+	os.WriteFile(tok, []byte("secret-token\n"), 0o600)
+	tests := []struct {
+		name     string
+		mode     os.FileMode
+		display  string
+		wantCode int
+		want     map[string]doctor.Status
+	}{
+		{"good token, no display", 0o600, "", 0, map[string]doctor.Status{"token file": doctor.Pass, "display": doctor.Warn, "shell": doctor.Pass, "pty": doctor.Pass, "data dir": doctor.Pass}},
+		{"world-readable token", 0o644, "", 1, map[string]doctor.Status{"token file": doctor.Fail}},
+		{"display refuses", 0o600, ":93", 1, map[string]doctor.Status{"display": doctor.Fail}},
+		{"display malformed", 0o600, "nonsense", 1, map[string]doctor.Status{"display": doctor.Fail}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			os.Chmod(tok, tt.mode)
+			var out, errb bytes.Buffer
+			code := doctor.Main([]string{"--json", "--token-file", tok, "--data-dir", filepath.Join(dir, "data"), "--display", tt.display}, &out, &errb, "test")
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d; %s %s", code, tt.wantCode, out.String(), errb.String())
+			}
+			var rep doctor.Report
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				t.Fatalf("not JSON: %v\n%s", err, out.String())
+			}
+			if rep.OK != (tt.wantCode == 0) {
+				t.Fatalf("ok=%v with exit %d", rep.OK, code)
+			}
+			for name, st := range tt.want {
+				if got := statusOf(t, rep, name); got.Status != st {
+					t.Errorf("%s = %+v, want %s", name, got, st)
+				}
+			}
+			if strings.Contains(out.String(), "secret-token") {
+				t.Fatal("doctor printed the token")
+			}
+		})
+	}
+}
+
+func TestDoctorHumanAndUsage(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := doctor.Main([]string{"--data-dir", t.TempDir()}, &out, &errb, "test")
+	if code != 0 || !strings.Contains(out.String(), "PASS  shell") {
+		t.Fatalf("exit %d:\n%s%s", code, out.String(), errb.String())
+	}
+	if code := doctor.Main([]string{"--no-such-flag"}, &out, &errb, "test"); code != 2 {
+		t.Fatalf("bad flag: exit %d, want 2", code)
+	}
+}
