@@ -1,0 +1,256 @@
+// The bridge as an independent client sees it: the official TypeScript MCP
+// SDK over stdio (`cua-bridge mcp`) and streamable HTTP (`cua-bridge serve`),
+// against a real cua-spacesd on loopback.
+
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+
+import {
+  Procs,
+  connectHTTP,
+  connectStdio,
+  describeResult,
+  errorKind,
+  eventually,
+  pidAlive,
+  plainHTTPServer,
+  protocolVersions,
+  rawInitialize,
+  rawStdioInitialize,
+  startBridgeHTTP,
+  startSpacesd,
+  structured,
+  textOf,
+} from './lib/harness.mjs';
+
+// Size of the transfer round trip the issue asks for.
+const transferBytes = 50 * 1024 * 1024;
+// Transfers and long commands may take minutes on a slow runner; the bridge
+// allows 900 s, and so does the client here.
+const longCallMs = 900_000;
+// Desktop tools, in order of preference, for the capability_missing case: the
+// test daemon runs without DISPLAY, so each of these lacks its feature.
+const desktopTools = ['space_screenshot', 'list_space_windows', 'space_click', 'space_type', 'space_press_key', 'launch_app'];
+
+const sha256 = (buf) => createHash('sha256').update(buf).digest('hex');
+
+for (const transport of ['stdio', 'http']) {
+  describe(`cua-bridge over ${transport}`, { timeout: 600_000 }, () => {
+    const procs = new Procs();
+    let space;
+    let bridge;
+    let client;
+    let tools = [];
+
+    before(async () => {
+      space = await startSpacesd(procs);
+      if (transport === 'http') {
+        bridge = await startBridgeHTTP(procs);
+        client = await connectHTTP(bridge);
+      } else {
+        client = await connectStdio(procs);
+      }
+    });
+
+    after(async () => {
+      await client?.close().catch(() => {});
+      await procs.stop();
+    });
+
+    const call = (name, args, opts = {}) =>
+      client.callTool({ name, arguments: args }, undefined, { timeout: longCallMs, ...opts });
+
+    const mustSucceed = async (name, args, opts) => {
+      const r = await call(name, args, opts);
+      assert.ok(!r.isError, `${name} failed: ${describeResult(r)}`);
+      return r;
+    };
+
+    it('answers initialize with each protocol version it supports', async () => {
+      for (const v of protocolVersions) {
+        const msg =
+          transport === 'http'
+            ? (await rawInitialize(bridge, v)).msg
+            : await rawStdioInitialize(procs, v);
+        assert.ok(msg?.result, `initialize ${v}: ${JSON.stringify(msg)}`);
+        assert.equal(msg.result.protocolVersion, v, `initialize ${v} answered ${msg.result.protocolVersion}`);
+        assert.ok(msg.result.capabilities?.tools, `initialize ${v}: no tools capability`);
+        assert.ok(msg.result.serverInfo?.name, `initialize ${v}: no serverInfo`);
+      }
+    });
+
+    if (transport === 'http') {
+      it('refuses a wrong bearer token with 401', async () => {
+        const { status } = await rawInitialize(bridge, protocolVersions[0], { token: 'not-the-token' });
+        assert.equal(status, 401);
+        await assert.rejects(connectHTTP(bridge, { token: 'not-the-token' }));
+      });
+    }
+
+    it('lists tools, each with a description and an input schema', async () => {
+      ({ tools } = await client.listTools());
+      assert.ok(tools.length > 0, 'no tools');
+      for (const t of tools) {
+        assert.ok(t.description && t.description.trim(), `${t.name}: no description`);
+        assert.equal(t.inputSchema?.type, 'object', `${t.name}: input schema is not an object schema`);
+      }
+      const names = new Set(tools.map((t) => t.name));
+      for (const want of [
+        'add_space', 'remove_space', 'list_spaces', 'space_capabilities', 'space_bash',
+        'space_read', 'space_write', 'space_ls', 'upload', 'download',
+      ]) {
+        assert.ok(names.has(want), `tool ${want} missing from tools/list`);
+      }
+    });
+
+    it('adds a Space and runs a command in it', async () => {
+      const added = await mustSucceed('add_space', { url: space.url, token: space.token, name: 'dev' });
+      const s = structured(added);
+      assert.equal(s?.name, 'dev', `add_space answered ${describeResult(added)}`);
+
+      const listed = structured(await mustSucceed('list_spaces', {}));
+      const entries = Array.isArray(listed) ? listed : listed?.spaces;
+      assert.ok(entries?.some((e) => e.name === 'dev' && e.online), `list_spaces: ${JSON.stringify(listed)}`);
+
+      const r = await mustSucceed('space_bash', { space: 'dev', command: 'echo hello; echo oops >&2; exit 3' });
+      const out = structured(r);
+      assert.equal(out.stdout, 'hello\n');
+      assert.equal(out.stderr, 'oops\n');
+      assert.equal(out.exit_code, 3);
+      assert.equal(out.timed_out, false);
+      assert.match(textOf(r), /hello/);
+      assert.match(textOf(r), /\[exit 3\]/);
+    });
+
+    it('writes a file and reads it back', async () => {
+      const dir = procs.dir('rw');
+      const file = path.join(dir, 'note.txt');
+      const content = `héllo from ${transport}\nline two\n`;
+      const w = await mustSucceed('space_write', { space: 'dev', path: file, content });
+      assert.match(textOf(w), new RegExp(sha256(Buffer.from(content))), `space_write: ${textOf(w)}`);
+      assert.equal(readFileSync(file, 'utf8'), content);
+      const r = await mustSucceed('space_read', { space: 'dev', path: file });
+      assert.equal(textOf(r), content);
+    });
+
+    it('uploads and downloads 50 MB with equal sha256 and progress', async () => {
+      const local = procs.dir('xfer-local');
+      const remote = procs.dir('xfer-space');
+      const data = randomBytes(transferBytes);
+      const want = sha256(data);
+      const src = path.join(local, 'big.bin');
+      writeFileSync(src, data);
+
+      const upProgress = [];
+      const up = await mustSucceed(
+        'upload',
+        { space: 'dev', path: src, dest: path.join(remote, 'big.bin') },
+        { onprogress: (p) => upProgress.push(p), resetTimeoutOnProgress: true },
+      );
+      const upRes = structured(up);
+      assert.equal(upRes?.sha256, want, `upload: ${describeResult(up)}`);
+      assert.equal(upRes.verified, true);
+      assert.equal(upRes.bytes, transferBytes);
+      const landed = upRes.dest || path.join(remote, 'big.bin');
+      assert.equal(sha256(readFileSync(landed)), want, 'the file in the Space differs');
+      assert.ok(upProgress.length > 0, 'upload sent no progress notification');
+
+      const downProgress = [];
+      const dest = path.join(local, 'back.bin');
+      const down = await mustSucceed(
+        'download',
+        { space: 'dev', path: landed, dest },
+        { onprogress: (p) => downProgress.push(p), resetTimeoutOnProgress: true },
+      );
+      const downRes = structured(down);
+      assert.equal(downRes?.sha256, want, `download: ${describeResult(down)}`);
+      assert.equal(sha256(readFileSync(downRes.dest || dest)), want, 'the downloaded file differs');
+      assert.ok(downProgress.length > 0, 'download sent no progress notification');
+      for (const p of [...upProgress, ...downProgress]) {
+        assert.ok(p.progress >= 0 && (p.total === undefined || p.progress <= p.total), JSON.stringify(p));
+      }
+
+      // A second download to the same place must not overwrite the first.
+      const again = structured(await mustSucceed('download', { space: 'dev', path: landed, dest }));
+      assert.notEqual(again.dest, dest, 'download overwrote an existing file');
+      assert.equal(path.basename(again.dest), 'back (1).bin');
+    });
+
+    it('cancelling a long space_bash stops it in the Space', async () => {
+      const dir = procs.dir('cancel');
+      const pidFile = path.join(dir, 'pid');
+      const marker = path.join(dir, 'marker');
+      const ac = new AbortController();
+      const pending = call(
+        'space_bash',
+        { space: 'dev', command: `sleep 300 & echo $! > ${pidFile}; wait; touch ${marker}`, timeout: 600 },
+        { signal: ac.signal },
+      );
+      const pid = await eventually(
+        () => {
+          const s = existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim();
+          return s ? Number(s) : 0;
+        },
+        { what: 'the command to start in the Space' },
+      );
+      assert.ok(pidAlive(pid), 'sleep is not running');
+      ac.abort();
+      await assert.rejects(pending);
+      await eventually(() => !pidAlive(pid), { what: `sleep (pid ${pid}) to be killed after the cancel` });
+      // The shell that would touch the marker died with its child.
+      assert.equal(existsSync(marker), false, 'the command went on after the cancel');
+    });
+
+    describe('tool failures are isError envelopes with a kind', () => {
+      const expectKind = (r, kind) => {
+        assert.equal(r.isError, true, `expected isError: ${describeResult(r)}`);
+        assert.equal(errorKind(r), kind, `expected kind ${kind}: ${describeResult(r)}`);
+        assert.ok(r.structuredContent.error.message, 'error without a message');
+        assert.match(textOf(r), /^error: /);
+      };
+
+      // A Space with a bad token or URL may be refused at add_space or
+      // accepted and refused at first use: both are fine, the kind is not.
+      const addThenUse = async (name, url, token, kind) => {
+        const added = await call('add_space', { url, token, name });
+        if (added.isError) return expectKind(added, kind);
+        try {
+          expectKind(await call('space_bash', { space: name, command: 'true' }), kind);
+        } finally {
+          await call('remove_space', { space: name });
+        }
+      };
+
+      it('unauthenticated: a wrong Space token', async () => {
+        await addThenUse('badtoken', space.url, 'wrong-token', 'unauthenticated');
+      });
+
+      it('spacesd_not_available: a web server that is not spacesd', async () => {
+        await addThenUse('notspacesd', await plainHTTPServer(procs), 'some-token', 'spacesd_not_available');
+      });
+
+      it('not_found: an unknown Space', async () => {
+        expectKind(await call('space_bash', { space: 'no-such-space', command: 'true' }), 'not_found');
+      });
+
+      it('capability_missing: a desktop tool against a Space without a display', async (t) => {
+        const tool = desktopTools.find((n) => tools.some((x) => x.name === n));
+        if (!tool) {
+          t.skip(`the bridge lists none of ${desktopTools.join(', ')} yet`);
+          return;
+        }
+        const args = { space: 'dev' };
+        if (tool === 'space_click') Object.assign(args, { x: 1, y: 1 });
+        if (tool === 'space_type') args.text = 'x';
+        if (tool === 'space_press_key') args.key = 'Return';
+        if (tool === 'launch_app') args.app = 'xterm';
+        const r = await call(tool, args);
+        expectKind(r, 'capability_missing');
+        assert.match(r.structuredContent.error.message, /windows|screenshot|input|launch_app/);
+      });
+    });
+  });
+}
