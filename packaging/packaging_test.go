@@ -1,0 +1,79 @@
+// Package packaging holds the service files and image of cua-spacesd; this
+// test keeps them consistent with what the daemon needs.
+package packaging_test
+
+import (
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func read(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestSystemdUnit(t *testing.T) {
+	unit := read(t, "systemd/cua-spacesd.service")
+	for _, want := range []string{
+		"Restart=always",         // comes back after a crash
+		"KillMode=control-group", // children are not orphaned
+		"LimitNOFILE=1048576",    // a high open-file limit
+		"OOMScoreAdjust=-900",    // the guest's work is OOM-killed first
+		"--token-file /etc/cua-spacesd/token",
+	} {
+		if !strings.Contains(unit, want) {
+			t.Errorf("systemd unit lacks %q", want)
+		}
+	}
+}
+
+func TestLaunchdPlistIsWellFormed(t *testing.T) {
+	dec := xml.NewDecoder(strings.NewReader(read(t, "launchd/com.trycua.spacesd.plist")))
+	dec.Strict = true
+	for {
+		_, err := dec.Token()
+		if err != nil {
+			if err.Error() == "EOF" {
+				break
+			}
+			t.Fatalf("plist: %v", err)
+		}
+	}
+	plist := read(t, "launchd/com.trycua.spacesd.plist")
+	for _, want := range []string{"<key>KeepAlive</key>", "<key>AbandonProcessGroup</key>", "cua-spacesd"} {
+		if !strings.Contains(plist, want) {
+			t.Errorf("plist lacks %q", want)
+		}
+	}
+}
+
+// Every COPY source of the Dockerfile exists in the repository (or is the
+// built binary), so the image builds from a checkout after make build.
+func TestDockerfileSources(t *testing.T) {
+	df := read(t, "image/Dockerfile")
+	for _, line := range strings.Split(df, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[0] != "COPY" {
+			continue
+		}
+		src := f[1]
+		if src == "bin/cua-spacesd" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join("..", src)); err != nil {
+			t.Errorf("Dockerfile copies %s: %v", src, err)
+		}
+	}
+	for _, pkg := range []string{"xvfb", "openbox", "xterm", "tini"} {
+		if !strings.Contains(df, pkg) {
+			t.Errorf("image lacks %s", pkg)
+		}
+	}
+}
