@@ -1,0 +1,5 @@
+package process
+
+import "errors"
+
+var errRingClosed = errors.New("output ring closed")

@@ -1,0 +1,101 @@
+package process
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/trycua/cua-spacesd/spacesd/api"
+)
+
+// ExecWaitDelay bounds how long Exec waits for output pipes after the
+// command exited: a background child (`server &`) that keeps them open must
+// not hold the answer forever.
+const ExecWaitDelay = 2 * time.Second
+
+// Exec runs a command to completion and answers its output and status. A
+// timeout (or the caller's context ending, or Close) kills the whole tree.
+//
+// It is the daemon's hot path: one fork/exec, the two pipes os/exec makes,
+// and nothing else per call.
+func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResult, error) {
+	if err := ValidateCommand(&req.Command); err != nil {
+		return nil, err
+	}
+	limit := m.opts.MaxExecOutputBytes
+	switch {
+	case req.MaxOutputBytes < 0:
+		return nil, api.Errorf(api.KindInvalidArgument, "max_output_bytes=%d must be 0 (the daemon's limit) or positive", req.MaxOutputBytes)
+	case req.MaxOutputBytes > limit:
+		return nil, api.Errorf(api.KindInvalidArgument, "max_output_bytes=%d is over this daemon's limit of %d", req.MaxOutputBytes, limit)
+	case req.MaxOutputBytes > 0:
+		limit = req.MaxOutputBytes
+	}
+	cmd, err := buildCmd(&req.Command, m.env)
+	if err != nil {
+		return nil, err
+	}
+	stdout, stderr := &cappedBuffer{limit: limit}, &cappedBuffer{limit: limit}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if req.Stdin != "" {
+		cmd.Stdin = strings.NewReader(req.Stdin)
+	}
+	cmd.WaitDelay = ExecWaitDelay
+
+	m.execs.Add(1)
+	defer m.execs.Add(-1)
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, startError(&req.Command, cmd.Args, err)
+	}
+	pgid := cmd.Process.Pid
+	kill := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+	var timedOut atomic.Bool
+	if req.TimeoutMS > 0 {
+		t := time.AfterFunc(time.Duration(req.TimeoutMS)*time.Millisecond, func() {
+			timedOut.Store(true)
+			kill()
+		})
+		defer t.Stop()
+	}
+	stopCaller := context.AfterFunc(ctx, kill)
+	defer stopCaller()
+	stopClose := context.AfterFunc(m.ctx, kill)
+	defer stopClose()
+
+	waitErr := cmd.Wait()
+	res := &api.ExecResult{
+		Stdout: stdout.String(), Stderr: stderr.String(),
+		StdoutTruncated: stdout.truncated, StderrTruncated: stderr.truncated,
+		TimedOut: timedOut.Load(), DurationMS: time.Since(start).Milliseconds(),
+	}
+	res.ExitCode, res.Signal = exitStatus(cmd.ProcessState, waitErr)
+	if !res.TimedOut && ctx.Err() != nil {
+		return res, api.Errorf(api.KindCancelled, "exec %s: the caller went away; the command was killed", cmd.Args[0])
+	}
+	return res, nil
+}
+
+// cappedBuffer keeps the first limit bytes written and counts the rest away:
+// the command keeps running (and is not blocked by a full pipe) but its
+// answer stays bounded.
+type cappedBuffer struct {
+	buf       []byte
+	limit     int64
+	truncated bool
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	room := b.limit - int64(len(b.buf))
+	if int64(len(p)) > room {
+		b.truncated = true
+		b.buf = append(b.buf, p[:max(room, 0)]...)
+		return len(p), nil
+	}
+	b.buf = append(b.buf, p...)
+	return len(p), nil
+}
+
+func (b *cappedBuffer) String() string { return string(b.buf) }

@@ -1,0 +1,158 @@
+package process
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/trycua/cua-spacesd/spacesd/api"
+)
+
+// Start starts a detached process. It runs until it exits, is signalled,
+// times out or the Manager closes, whatever happens to the caller.
+func (m *Manager) Start(req api.StartRequest) (*Process, error) {
+	if err := ValidateCommand(&req.Command); err != nil {
+		return nil, err
+	}
+	if req.PTY != nil && (req.PTY.Cols == 0 || req.PTY.Rows == 0) {
+		return nil, api.Errorf(api.KindInvalidArgument, "pty size %dx%d: cols and rows must be positive", req.PTY.Cols, req.PTY.Rows)
+	}
+	cmd, err := buildCmd(&req.Command, m.env)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.reserve(); err != nil {
+		return nil, err
+	}
+	p := &Process{
+		m: m, id: newID(), argv: cmd.Args, tag: req.Tag,
+		stdout: NewRing(m.opts.RingBytes), stderr: NewRing(m.opts.RingBytes),
+		cmd: cmd, done: make(chan struct{}),
+	}
+	var outputs []*os.File
+	if req.PTY != nil {
+		outputs, err = p.startPTY(cmd, *req.PTY)
+	} else {
+		outputs, err = p.startPipes(cmd, req.Stdin)
+	}
+	if err != nil {
+		m.release()
+		return nil, startError(&req.Command, cmd.Args, err)
+	}
+	p.pid = cmd.Process.Pid
+	p.startedAt = m.opts.Clock.Now()
+	if req.TimeoutMS > 0 {
+		p.timer = time.AfterFunc(time.Duration(req.TimeoutMS)*time.Millisecond, func() {
+			p.mu.Lock()
+			reaped := p.reaped
+			p.mu.Unlock()
+			if !reaped {
+				p.timedOut.Store(true)
+				p.killGroup()
+			}
+		})
+	}
+
+	m.mu.Lock()
+	m.procs[p.id] = p
+	closed := m.closed
+	m.mu.Unlock()
+	m.wg.Add(1)
+	go p.wait(outputs)
+	if closed {
+		// Close ran between reserve and here; it did not see p.
+		p.killGroup()
+	}
+	m.log.Info("process started", "id", p.id, "pid", p.pid, "pty", req.PTY != nil, "tag", req.Tag)
+	return p, nil
+}
+
+// startPTY runs cmd on a new PTY, in its own session (hence its own group).
+func (p *Process) startPTY(cmd *exec.Cmd, size api.PTYSize) ([]*os.File, error) {
+	attrs := &syscall.SysProcAttr{Setsid: true, Setctty: true, Credential: cmd.SysProcAttr.Credential}
+	tty, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: size.Cols, Rows: size.Rows}, attrs)
+	if err != nil {
+		return nil, err
+	}
+	p.tty, p.stdin = tty, tty
+	p.stderr.Close() // a terminal has one output stream
+	p.readers.Add(1)
+	go p.pump(tty, p.stdout)
+	return []*os.File{tty}, nil
+}
+
+// startPipes runs cmd with a pipe per output stream (and stdin on request).
+// The pipes are os.Files, so os/exec copies nothing: the pumps read them.
+func (p *Process) startPipes(cmd *exec.Cmd, withStdin bool) ([]*os.File, error) {
+	var opened []*os.File
+	fail := func(err error) ([]*os.File, error) {
+		for _, f := range opened {
+			_ = f.Close()
+		}
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return fail(err)
+	}
+	opened = append(opened, outR, outW)
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return fail(err)
+	}
+	opened = append(opened, errR, errW)
+	cmd.Stdout, cmd.Stderr = outW, errW
+	var inR, inW *os.File
+	if withStdin {
+		if inR, inW, err = os.Pipe(); err != nil {
+			return fail(err)
+		}
+		opened = append(opened, inR, inW)
+		cmd.Stdin = inR
+	}
+	if err := cmd.Start(); err != nil {
+		return fail(err)
+	}
+	// The child has its copies; ours of the child's ends must go, or the
+	// pumps would never see EOF.
+	_ = outW.Close()
+	_ = errW.Close()
+	if inR != nil {
+		_ = inR.Close()
+		p.stdin = inW
+	}
+	p.readers.Add(2)
+	go p.pump(outR, p.stdout)
+	go p.pump(errR, p.stderr)
+	return []*os.File{outR, errR}, nil
+}
+
+// reserve counts a process against MaxProcesses before it starts.
+func (m *Manager) reserve() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return api.Errorf(api.KindEnv, "the process manager is shutting down")
+	}
+	if m.running >= m.opts.MaxProcesses {
+		return api.Errorf(api.KindLimitExceeded,
+			"%d processes are running, the most this daemon runs at once", m.running).
+			WithHint("wait for some to exit, or signal them")
+	}
+	m.running++
+	return nil
+}
+
+func (m *Manager) release() {
+	m.mu.Lock()
+	m.running--
+	m.mu.Unlock()
+}
+
+// exited is called once per process when it has exited.
+func (m *Manager) exited(p *Process) {
+	m.release()
+	m.log.Info("process exited", "id", p.id, "pid", p.pid, "code", p.exitCode, "signal", p.signal, "timed_out", p.timedOut.Load())
+}
