@@ -14,6 +14,26 @@ build:
 
 test: lint build
 	$(GOTEST) ./...
+	sh test/node/run.sh
+
+# run: a local Space (cua-spacesd on loopback, fresh token) and the bridge
+# serving MCP over streamable HTTP, registered in a throwaway CUA_HOME.
+run: build
+	@sh scripts/run.sh
+
+# bench: each figure beside its comparison from the same run.
+bench: build
+	@sh scripts/bench.sh
+
+# fuzz: run every fuzz target for FUZZTIME each (the seed corpora also run
+# in make test as ordinary tests).
+FUZZTIME ?= 20s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+			echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

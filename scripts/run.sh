@@ -1,0 +1,65 @@
+#!/bin/sh
+# make run: a local Space and the bridge serving MCP, on loopback, with
+# fresh tokens in a throwaway CUA_HOME. Ctrl-C stops both.
+#   SPACESD_PORT (3211) and BRIDGE_PORT (3210) pick other ports.
+set -eu
+cd "$(dirname "$0")/.."
+spacesd_port=${SPACESD_PORT:-3211}
+bridge_port=${BRIDGE_PORT:-3210}
+state=$(mktemp -d "${TMPDIR:-/tmp}/cua-run.XXXXXX")
+export CUA_HOME="$state/cua-home"
+mkdir -p "$CUA_HOME"
+umask 077
+od -An -N32 -tx1 /dev/urandom | tr -d ' \n' > "$state/spacesd.token"
+od -An -N32 -tx1 /dev/urandom | tr -d ' \n' > "$state/bridge.token"
+
+pids=""
+cleanup() {
+	for p in $pids; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$state"
+}
+trap cleanup EXIT INT TERM
+
+# A desktop too when the machine can give one: the daemon starts its own
+# Xvfb when no DISPLAY is set and Xvfb is installed.
+xvfb_flag=""
+if [ -z "${DISPLAY:-}" ] && command -v Xvfb >/dev/null 2>&1 && bin/cua-spacesd serve -h 2>&1 | grep -q -- '-xvfb'; then
+	xvfb_flag="--xvfb"
+fi
+bin/cua-spacesd serve --listen "127.0.0.1:$spacesd_port" --token-file "$state/spacesd.token" \
+	--data-dir "$state/spacesd" $xvfb_flag 2>"$state/spacesd.log" &
+pids="$pids $!"
+
+# Wait for the daemon to answer its health check instead of guessing a delay.
+i=0
+until curl -fsS "http://127.0.0.1:$spacesd_port/health" >/dev/null 2>&1; do
+	i=$((i+1)); [ $i -lt 100 ] || { echo "cua-spacesd did not start:"; cat "$state/spacesd.log"; exit 1; }
+	sleep 0.1
+done
+
+bin/cua-bridge space add local "http://127.0.0.1:$spacesd_port" --token-file "$state/spacesd.token" >/dev/null
+bin/cua-bridge serve --listen "127.0.0.1:$bridge_port" --token-file "$state/bridge.token" 2>"$state/bridge.log" &
+pids="$pids $!"
+i=0
+until curl -s -o /dev/null "http://127.0.0.1:$bridge_port/mcp" 2>/dev/null; do
+	i=$((i+1)); [ $i -lt 100 ] || { echo "cua-bridge did not start:"; cat "$state/bridge.log"; exit 1; }
+	sleep 0.1
+done
+
+token=$(cat "$state/bridge.token")
+cat <<MSG
+A local Space "local" (cua-spacesd on 127.0.0.1:$spacesd_port) is registered, and
+cua-bridge serves MCP over streamable HTTP:
+
+  MCP URL:  http://127.0.0.1:$bridge_port/mcp
+  token:    $token
+  CUA_HOME: $CUA_HOME   (logs: $state/*.log)
+
+Try it:
+  curl -s http://127.0.0.1:$bridge_port/mcp -H 'Authorization: Bearer $token' -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"0"}}}'
+or, with the same CUA_HOME:  CUA_HOME=$CUA_HOME bin/cua-bridge exec local -- uname -a
+
+Ctrl-C stops both.
+MSG
+wait
