@@ -1,0 +1,139 @@
+package files
+
+import (
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/trycua/cua-spacesd/spacesd/api"
+)
+
+// Open opens a regular file for a ranged read and returns its size.
+// Directories are refused: list them instead.
+func Open(path string) (*os.File, int64, error) {
+	p, err := CleanPath("path", path)
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, 0, fsError("read", p, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fsError("read", p, err)
+	}
+	if fi.IsDir() {
+		f.Close()
+		return nil, 0, api.Errorf(api.KindInvalidArgument, "read %s: is a directory; use list", p)
+	}
+	return f, fi.Size(), nil
+}
+
+// Window is a part of a file: Length < 0 means to the end.
+type Window struct {
+	Offset, Length int64
+}
+
+// ParseWindow parses the offset and length query parameters of a read
+// ("" = absent). ok is false when neither is given.
+func ParseWindow(offset, length string) (w Window, ok bool, err error) {
+	w.Length = -1
+	if offset != "" {
+		v, perr := strconv.ParseInt(offset, 10, 64)
+		if perr != nil || v < 0 {
+			return w, false, api.Errorf(api.KindInvalidArgument, "offset %q must be a non-negative integer", offset)
+		}
+		w.Offset, ok = v, true
+	}
+	if length != "" {
+		v, perr := strconv.ParseInt(length, 10, 64)
+		if perr != nil || v < 0 {
+			return w, false, api.Errorf(api.KindInvalidArgument, "length %q must be a non-negative integer", length)
+		}
+		w.Length, ok = v, true
+	}
+	return w, ok, nil
+}
+
+// ErrRangeNotSatisfiable is the kind invalid_argument answer, with HTTP
+// status 416, of a window that starts at or past the end of the file.
+func errRange(path string, start, size int64) *api.Error {
+	e := api.Errorf(api.KindInvalidArgument, "read %s: offset %d is at or past the end of the file (%d bytes)", path, start, size)
+	e.Status = 416 // http.StatusRequestedRangeNotSatisfiable, without importing net/http here
+	return e
+}
+
+// Resolve clips a window to a file of size bytes. A window starting at or
+// past the end answers invalid_argument with status 416, except on an empty
+// file where reading "everything" is the empty answer.
+func (w Window) Resolve(path string, size int64) (off, n int64, err error) {
+	if w.Offset >= size && !(size == 0 && w.Offset == 0) {
+		return 0, 0, errRange(path, w.Offset, size)
+	}
+	n = size - w.Offset
+	if w.Length >= 0 && w.Length < n {
+		n = w.Length
+	}
+	return w.Offset, n, nil
+}
+
+// ParseRange parses an HTTP Range header against a file of size bytes into
+// a window. One range only ("bytes=A-B", "bytes=A-", "bytes=-N"): several
+// ranges would need a multipart answer no client of ours reads. ok is false
+// when the header is empty.
+func ParseRange(path, header string, size int64) (w Window, ok bool, err error) {
+	if header == "" {
+		return Window{Length: -1}, false, nil
+	}
+	spec, found := strings.CutPrefix(header, "bytes=")
+	if !found {
+		return w, false, api.Errorf(api.KindInvalidArgument, "Range %q: only bytes=START-END is understood", header)
+	}
+	spec = strings.TrimSpace(spec)
+	if strings.Contains(spec, ",") {
+		return w, false, api.Errorf(api.KindInvalidArgument, "Range %q: one range per request", header)
+	}
+	a, b, found := strings.Cut(spec, "-")
+	if !found {
+		return w, false, api.Errorf(api.KindInvalidArgument, "Range %q: missing \"-\"", header)
+	}
+	a, b = strings.TrimSpace(a), strings.TrimSpace(b)
+	num := func(s string) (int64, bool) {
+		if s == "" || strings.TrimLeft(s, "0123456789") != "" {
+			return 0, false
+		}
+		v, err := strconv.ParseInt(s, 10, 64)
+		return v, err == nil
+	}
+	if a == "" {
+		// Suffix range: the last N bytes.
+		n, okN := num(b)
+		if !okN {
+			return w, false, api.Errorf(api.KindInvalidArgument, "Range %q: bad suffix length", header)
+		}
+		if n == 0 {
+			return w, false, errRange(path, size, size)
+		}
+		if n > size {
+			n = size
+		}
+		return Window{Offset: size - n, Length: n}, true, nil
+	}
+	start, okA := num(a)
+	if !okA {
+		return w, false, api.Errorf(api.KindInvalidArgument, "Range %q: bad start", header)
+	}
+	if b == "" {
+		return Window{Offset: start, Length: -1}, true, nil
+	}
+	end, okB := num(b)
+	if !okB || end < start {
+		return w, false, api.Errorf(api.KindInvalidArgument, "Range %q: bad end", header)
+	}
+	if end == 1<<63-1 {
+		return Window{Offset: start, Length: -1}, true, nil
+	}
+	return Window{Offset: start, Length: end - start + 1}, true, nil
+}

@@ -1,0 +1,104 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"strconv"
+
+	"github.com/trycua/cua-spacesd/capabilities/files"
+	"github.com/trycua/cua-spacesd/spacesd/api"
+)
+
+// handleRead serves part or all of a file. The part comes from the offset
+// and length query parameters or from one HTTP Range (206 + Content-Range);
+// not both. A part starting at or past the end answers 416 with kind
+// invalid_argument. Range is parsed here rather than by http.ServeContent so
+// that every failure travels in our error envelope.
+func (g *fileGroup) handleRead(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	path := q.Get("path")
+	win, byQuery, err := files.ParseWindow(q.Get("offset"), q.Get("length"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	rangeHdr := r.Header.Get("Range")
+	if byQuery && rangeHdr != "" {
+		writeError(w, api.Errorf(api.KindInvalidArgument, "read %s: give offset/length or a Range header, not both", path))
+		return
+	}
+	f, size, err := files.Open(path)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer f.Close()
+	byRange := false
+	if rangeHdr != "" && size > 0 {
+		// An empty file has no satisfiable range; its whole (empty)
+		// content is the answer, as RFC 9110 lets a server ignore Range.
+		if win, byRange, err = files.ParseRange(path, rangeHdr, size); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	off, n, err := win.Resolve(path, size)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Accept-Ranges", "bytes")
+	h.Set(api.HeaderFileSize, strconv.FormatInt(size, 10))
+	h.Set("Content-Length", strconv.FormatInt(n, 10))
+	status := http.StatusOK
+	if byRange {
+		status = http.StatusPartialContent
+		h.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", off, off+n-1, size))
+	}
+	w.WriteHeader(status)
+	if r.Method == http.MethodHead || n == 0 {
+		return
+	}
+	cw := &countingWriter{w: w, count: g.s.metrics.BytesOut.Add}
+	buf := make([]byte, min(n, files.CopyBufferBytes))
+	// The status is sent: a failure now can only cut the body short,
+	// which the client sees as fewer bytes than Content-Length.
+	_, _ = io.CopyBuffer(cw, io.NewSectionReader(f, off, n), buf)
+}
+
+// countingWriter adds the bytes written to a metric.
+type countingWriter struct {
+	w     io.Writer
+	count func(int64) int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.count(int64(n))
+	return n, err
+}
+
+// handleWrite replaces a file atomically with the request body.
+func (g *fileGroup) handleWrite(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	opt := files.WriteOptions{Counter: g.countIn()}
+	if s := q.Get("mode"); s != "" {
+		m, err := files.ParseMode("mode", s, files.DefaultFileMode)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		opt.Mode = (*fs.FileMode)(&m)
+	}
+	res, err := files.WriteAtomic(q.Get("path"), r.Body, opt)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set(api.HeaderSHA256, res.SHA256)
+	writeJSON(w, http.StatusOK, res)
+}
