@@ -36,6 +36,10 @@ type Process struct {
 	stdout, stderr *Ring
 	// tty is the PTY master (nil without a PTY): output, input and resize.
 	tty *os.File
+	// ttyMu orders resizes (an ioctl on the raw fd, which os.File does not
+	// guard) before the tty's close, so a resize never hits a reused fd.
+	ttyMu     sync.RWMutex
+	ttyClosed bool
 	// stdin is the write end of stdin (the tty with a PTY), nil when the
 	// process was started without stdin.
 	stdin       *os.File
@@ -144,8 +148,13 @@ func (p *Process) Resize(size api.PTYSize) error {
 	if size.Cols == 0 || size.Rows == 0 {
 		return api.Errorf(api.KindInvalidArgument, "pty size %dx%d: cols and rows must be positive", size.Cols, size.Rows)
 	}
+	p.ttyMu.RLock()
+	defer p.ttyMu.RUnlock()
+	if p.ttyClosed {
+		return p.errExited()
+	}
 	if err := pty.Setsize(p.tty, &pty.Winsize{Cols: size.Cols, Rows: size.Rows}); err != nil {
-		if errors.Is(err, os.ErrClosed) {
+		if errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EBADF) {
 			return p.errExited()
 		}
 		return api.Errorf(api.KindEnv, "resize process %s: %w", p.id, err)
@@ -253,14 +262,10 @@ func (p *Process) wait(outputs []*os.File) {
 	case <-time.After(DrainGrace):
 		// A background child still holds the output open; the process
 		// counts as exited now, the rest of its output is not ours to wait for.
-		for _, f := range outputs {
-			_ = f.Close()
-		}
+		p.closeOutputs(outputs)
 		<-drained
 	}
-	for _, f := range outputs {
-		_ = f.Close()
-	}
+	p.closeOutputs(outputs)
 	if p.stdin != nil && p.stdin != p.tty {
 		p.stdinMu.Lock()
 		p.stdinClosed = true
@@ -273,6 +278,15 @@ func (p *Process) wait(outputs []*os.File) {
 	p.mu.Unlock()
 	p.m.exited(p)
 	close(p.done)
+}
+
+func (p *Process) closeOutputs(outputs []*os.File) {
+	p.ttyMu.Lock()
+	defer p.ttyMu.Unlock()
+	p.ttyClosed = true
+	for _, f := range outputs {
+		_ = f.Close()
+	}
 }
 
 // exitStatus reads the exit code and signal from a reaped process. A
