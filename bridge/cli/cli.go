@@ -1,0 +1,151 @@
+// Package cli is the human command line of cua-bridge: the registry
+// (space add|ls|rm), commands (exec), an interactive terminal (shell), file
+// copies (cp), the desktop viewer (view) and screenshots (screenshot). It
+// runs on the same registry and spacesd client as the MCP tools.
+//
+// One file per command; this file holds the dispatch and what they share.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/trycua/cua-spacesd/bridge/registry"
+	"github.com/trycua/cua-spacesd/spacesd/api"
+	"golang.org/x/term"
+)
+
+// Exit codes of the commands that do not pass a remote exit code through.
+const (
+	ExitOK      = 0
+	ExitFailure = 1
+	ExitUsage   = 2
+	// ExitBridge is what exec and shell answer when they themselves fail
+	// (not the command in the Space): 255, as ssh does, so that it stands
+	// apart from the small codes commands use.
+	ExitBridge = 255
+)
+
+// Commands are the subcommands Main serves.
+var Commands = []string{"space", "exec", "shell", "cp", "view", "screenshot"}
+
+// Env is what a command reads and writes. Tests build one around a PTY or
+// buffers; Main builds it around the process's own streams.
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Home is the registry directory ("" = $CUA_HOME or ~/.cua).
+	Home string
+}
+
+// Main runs one human subcommand with the process's stdin and returns the
+// process exit code.
+func Main(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) int {
+	return Run(ctx, Env{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr}, cmd, args)
+}
+
+// Run runs one human subcommand in env and returns the exit code.
+func Run(ctx context.Context, env Env, cmd string, args []string) int {
+	switch cmd {
+	case "space":
+		return env.runSpace(ctx, args)
+	case "exec":
+		return env.runExec(ctx, args)
+	case "shell":
+		return env.runShell(ctx, args)
+	case "cp":
+		return env.runCp(ctx, args)
+	case "view":
+		return env.runView(ctx, args)
+	case "screenshot":
+		return env.runScreenshot(ctx, args)
+	}
+	fmt.Fprintf(env.Stderr, "cua-bridge: unknown command %q (%s)\n", cmd, strings.Join(Commands, ", "))
+	return ExitUsage
+}
+
+// fail prints err for a person (message, then the hint) and returns code.
+func (env Env) fail(code int, err error) int {
+	e := api.AsError(err)
+	fmt.Fprintf(env.Stderr, "cua-bridge: %s\n", e.Error())
+	if e.Hint != "" {
+		fmt.Fprintf(env.Stderr, "hint: %s\n", e.Hint)
+	}
+	return code
+}
+
+// usage prints a usage error and returns ExitUsage.
+func (env Env) usage(format string, args ...any) int {
+	fmt.Fprintf(env.Stderr, "cua-bridge: "+format+"\n", args...)
+	return ExitUsage
+}
+
+func (env Env) registry() (*registry.Registry, error) { return registry.Open(env.Home) }
+
+// client resolves a Space id in the registry and returns its client.
+func (env Env) client(id string) (*api.Client, registry.Entry, error) {
+	reg, err := env.registry()
+	if err != nil {
+		return nil, registry.Entry{}, err
+	}
+	return reg.Client(id)
+}
+
+// newFlags returns a flag set that reports to stderr and never exits.
+func (env Env) newFlags(name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(env.Stderr, "usage: cua-bridge %s\n", usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseArgs parses flags wherever they stand among the positional arguments
+// (so "cp a b --force" works as well as "cp --force a b") and stops at "--":
+// what follows it is returned apart, untouched.
+func parseArgs(fs *flag.FlagSet, args []string) (positional, rest []string, err error) {
+	for i, a := range args {
+		if a == "--" {
+			rest = append([]string{}, args[i+1:]...)
+			args = args[:i]
+			break
+		}
+	}
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, rest, nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}
+
+// isTerminal reports whether w is a terminal (for progress bars and raw mode).
+func isTerminal(v any) (*os.File, bool) {
+	f, ok := v.(*os.File)
+	if !ok {
+		return nil, false
+	}
+	return f, term.IsTerminal(int(f.Fd()))
+}
+
+// flagExit is the exit code of a flag error the flag set already reported:
+// 0 for -h, ExitUsage otherwise.
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitOK
+	}
+	return ExitUsage
+}

@@ -1,0 +1,231 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/trycua/cua-spacesd/bridge/registry"
+	"github.com/trycua/cua-spacesd/spacesd/api"
+)
+
+// probeTimeout bounds how long "space add" and "space ls" wait for one
+// Space to answer: an offline Space must not hang the listing.
+const probeTimeout = 5 * time.Second
+
+const spaceUsage = `space add NAME URL [--token-file F | --token T] [--no-verify]
+       cua-bridge space ls [--json]
+       cua-bridge space rm NAME`
+
+func (env Env) runSpace(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		return env.usage("usage: cua-bridge %s", spaceUsage)
+	}
+	switch args[0] {
+	case "add":
+		return env.spaceAdd(ctx, args[1:])
+	case "ls", "list":
+		return env.spaceLs(ctx, args[1:])
+	case "rm", "remove":
+		return env.spaceRm(args[1:])
+	case "-h", "--help", "help":
+		fmt.Fprintf(env.Stdout, "usage: cua-bridge %s\n", spaceUsage)
+		return ExitOK
+	}
+	return env.usage("space: unknown subcommand %q (add, ls, rm)", args[0])
+}
+
+func (env Env) spaceAdd(ctx context.Context, args []string) int {
+	fs := env.newFlags("space add", "space add NAME URL [--token-file F | --token T] [--no-verify]")
+	tokenFile := fs.String("token-file", "", "file holding the Space's spacesd token")
+	token := fs.String("token", "", "the Space's spacesd token (prefer --token-file: flags show in ps)")
+	noVerify := fs.Bool("no-verify", false, "register without asking the Space (it may be offline)")
+	pos, _, err := parseArgs(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) != 2 {
+		fs.Usage()
+		return ExitUsage
+	}
+	name, url := pos[0], pos[1]
+	if *token != "" && *tokenFile != "" {
+		return env.usage("space add: give the token one way only: --token or --token-file")
+	}
+	tok := *token
+	if *tokenFile != "" {
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return env.fail(ExitFailure, api.Errorf(api.KindIO, "read token file %s: %w", *tokenFile, err))
+		}
+		tok = strings.TrimSpace(string(b))
+	}
+	if err := registry.ValidName(name); err != nil {
+		return env.fail(ExitFailure, err)
+	}
+	norm, err := registry.NormalizeURL(url)
+	if err != nil {
+		return env.fail(ExitFailure, err)
+	}
+	st := spaceStatus{}
+	if !*noVerify {
+		// Ask before registering: a wrong URL or token is better refused now
+		// than found at the first use.
+		c, err := api.NewClient(norm, tok)
+		if err != nil {
+			return env.fail(ExitFailure, err)
+		}
+		st = probe(ctx, c)
+		if st.err != nil {
+			return env.fail(ExitFailure, st.err)
+		}
+	}
+	reg, err := env.registry()
+	if err != nil {
+		return env.fail(ExitFailure, err)
+	}
+	e, err := reg.Add(ctx, name, norm, tok)
+	if err != nil {
+		return env.fail(ExitFailure, err)
+	}
+	if st.version != "" {
+		fmt.Fprintf(env.Stdout, "added %s (%s, cua-spacesd %s)\n", e.Name, e.URL, st.version)
+	} else {
+		fmt.Fprintf(env.Stdout, "added %s (%s, not verified)\n", e.Name, e.URL)
+	}
+	return ExitOK
+}
+
+func (env Env) spaceRm(args []string) int {
+	fs := env.newFlags("space rm", "space rm NAME")
+	pos, _, err := parseArgs(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return ExitUsage
+	}
+	reg, err := env.registry()
+	if err != nil {
+		return env.fail(ExitFailure, err)
+	}
+	if err := reg.Remove(pos[0]); err != nil {
+		return env.fail(ExitFailure, err)
+	}
+	fmt.Fprintf(env.Stdout, "removed %s\n", pos[0])
+	return ExitOK
+}
+
+// spaceRow is one line of "space ls" (and its --json form).
+type spaceRow struct {
+	Name     string   `json:"name"`
+	URL      string   `json:"url"`
+	Online   bool     `json:"online"`
+	Status   string   `json:"status"`
+	Version  string   `json:"version,omitempty"`
+	Features []string `json:"features,omitempty"`
+}
+
+func (env Env) spaceLs(ctx context.Context, args []string) int {
+	fs := env.newFlags("space ls", "space ls [--json]")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	pos, _, err := parseArgs(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) != 0 {
+		fs.Usage()
+		return ExitUsage
+	}
+	reg, err := env.registry()
+	if err != nil {
+		return env.fail(ExitFailure, err)
+	}
+	entries, err := reg.List()
+	if err != nil {
+		return env.fail(ExitFailure, err)
+	}
+	rows := make([]spaceRow, len(entries))
+	var wg sync.WaitGroup
+	for i, e := range entries {
+		rows[i] = spaceRow{Name: e.Name, URL: e.URL}
+		c, err := api.NewClient(e.URL, e.Token)
+		if err != nil {
+			rows[i].Status = string(api.KindOf(err))
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := probe(ctx, c)
+			rows[i].Online = st.err == nil
+			rows[i].Version = st.version
+			rows[i].Features = st.features
+			rows[i].Status = "online"
+			if st.err != nil {
+				rows[i].Status = string(api.KindOf(st.err))
+			}
+		}()
+	}
+	wg.Wait()
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rows); err != nil {
+			return env.fail(ExitFailure, api.Errorf(api.KindIO, "write: %w", err))
+		}
+		return ExitOK
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tURL\tONLINE\tVERSION")
+	for _, r := range rows {
+		online := "yes"
+		if !r.Online {
+			online = "no (" + r.Status + ")"
+		}
+		v := r.Version
+		if v == "" {
+			v = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.URL, online, v)
+	}
+	if err := tw.Flush(); err != nil {
+		return env.fail(ExitFailure, api.Errorf(api.KindIO, "write: %w", err))
+	}
+	return ExitOK
+}
+
+// spaceStatus is what probing a Space found.
+type spaceStatus struct {
+	version  string
+	features []string
+	err      error
+}
+
+// probe asks a Space who it is (unauthenticated, tells "no spacesd" apart)
+// and what it supports (authenticated, tells a wrong token apart).
+func probe(ctx context.Context, c *api.Client) spaceStatus {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	h, err := c.Health(ctx)
+	if err != nil {
+		return spaceStatus{err: err}
+	}
+	caps, err := c.Capabilities(ctx)
+	if err != nil {
+		return spaceStatus{version: h.Version, err: err}
+	}
+	st := spaceStatus{version: caps.Version}
+	for _, f := range api.AllFeatures {
+		if ok, _ := caps.Supports(f); ok {
+			st.features = append(st.features, string(f))
+		}
+	}
+	return st
+}
