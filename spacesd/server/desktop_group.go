@@ -1,13 +1,203 @@
 package server
 
-import "github.com/trycua/cua-spacesd/spacesd/api"
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
 
-// desktopGroup serves the desktop capability. (Placeholder until it lands.)
-type desktopGroup struct{}
+	"github.com/trycua/cua-spacesd/capabilities/desktop"
+	"github.com/trycua/cua-spacesd/spacesd/api"
+)
 
-func newDesktopGroup(s *Server) (group, error) { return desktopGroup{}, nil }
+// desktopGroup serves the desktop capability. The Desktop connects to the
+// display on first use, so a daemon without a display loads nothing.
+type desktopGroup struct {
+	d *desktop.Desktop
+}
 
-func (desktopGroup) routes() []route                { return nil }
-func (desktopGroup) probes() map[api.Feature]Prober { return nil }
-func (desktopGroup) limits(*api.Limits)             {}
-func (desktopGroup) close()                         {}
+func newDesktopGroup(s *Server) (group, error) {
+	return &desktopGroup{d: desktop.New(desktop.Options{Display: s.cfg.Display, Logger: s.log.With("capability", "desktop")})}, nil
+}
+
+func (g *desktopGroup) routes() []route {
+	return []route{
+		{method: http.MethodGet, path: api.PathWindows, feature: api.FeatureWindows, handler: g.windows},
+		{method: http.MethodPost, path: api.PathWindowActivate, feature: api.FeatureWindows, handler: g.activate},
+		{method: http.MethodPost, path: api.PathWindowClose, feature: api.FeatureWindows, handler: g.closeWindow},
+		{method: http.MethodPost, path: api.PathWindowGeometry, feature: api.FeatureWindows, handler: g.geometry},
+		{method: http.MethodPost, path: api.PathAppsLaunch, feature: api.FeatureLaunchApp, handler: g.launch},
+		{method: http.MethodGet, path: api.PathScreenshot, feature: api.FeatureScreenshot, handler: g.screenshot},
+		{method: http.MethodPost, path: api.PathInputMove, feature: api.FeatureInput, handler: g.move},
+		{method: http.MethodPost, path: api.PathInputClick, feature: api.FeatureInput, handler: g.click},
+		{method: http.MethodPost, path: api.PathInputDrag, feature: api.FeatureInput, handler: g.drag},
+		{method: http.MethodPost, path: api.PathInputScroll, feature: api.FeatureInput, handler: g.scroll},
+		{method: http.MethodPost, path: api.PathInputKey, feature: api.FeatureInput, handler: g.key},
+		{method: http.MethodPost, path: api.PathInputType, feature: api.FeatureInput, handler: g.typeText},
+		{method: http.MethodGet, path: api.PathClipboard, feature: api.FeatureClipboardText, handler: g.clipboardGet},
+		{method: http.MethodPut, path: api.PathClipboard, feature: api.FeatureClipboardText, handler: g.clipboardSet},
+	}
+}
+
+func (g *desktopGroup) probes() map[api.Feature]Prober {
+	out := make(map[api.Feature]Prober, len(desktop.Features))
+	for _, f := range desktop.Features {
+		out[f] = func(ctx context.Context) api.FeatureStatus { return g.d.Status(ctx)[f] }
+	}
+	return out
+}
+
+func (g *desktopGroup) limits(*api.Limits) {}
+func (g *desktopGroup) close()             { g.d.Close() }
+
+// windowID parses the {id} of a window route.
+func windowID(r *http.Request) (uint32, error) {
+	s := r.PathValue("id")
+	id, err := strconv.ParseUint(s, 0, 32)
+	if err != nil || id == 0 {
+		return 0, api.Errorf(api.KindInvalidArgument, "window id %q is not a window id (a number from GET /v1/windows)", s)
+	}
+	return uint32(id), nil
+}
+
+func (g *desktopGroup) windows(w http.ResponseWriter, r *http.Request) {
+	list, err := g.d.Windows(r.Context(), r.URL.Query().Get("app_name"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (g *desktopGroup) activate(w http.ResponseWriter, r *http.Request) {
+	id, err := windowID(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	win, err := g.d.ActivateWindow(r.Context(), id)
+	answerDesktop(w, win, err)
+}
+
+func (g *desktopGroup) closeWindow(w http.ResponseWriter, r *http.Request) {
+	id, err := windowID(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	answerDesktop(w, struct{}{}, g.d.CloseWindow(r.Context(), id))
+}
+
+func (g *desktopGroup) geometry(w http.ResponseWriter, r *http.Request) {
+	id, err := windowID(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	req, err := decodeBody[api.GeometryRequest](r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	win, err := g.d.SetWindowGeometry(r.Context(), id, req)
+	answerDesktop(w, win, err)
+}
+
+func (g *desktopGroup) launch(w http.ResponseWriter, r *http.Request) {
+	req, err := decodeBody[api.LaunchRequest](r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	res, err := g.d.LaunchApp(r.Context(), req)
+	answerDesktop(w, res, err)
+}
+
+func (g *desktopGroup) screenshot(w http.ResponseWriter, r *http.Request) {
+	id, err := queryInt(r, "window_id", 0, 0, 1<<32-1)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	quality, err := queryInt(r, "quality", 0, 1, 100)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	maxDim, err := queryInt(r, "max_dimension", 0, 0, desktop.MaxDimensionLimit)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	img, info, err := g.d.Screenshot(r.Context(), api.ScreenshotRequest{
+		WindowID: uint32(id), Format: r.URL.Query().Get("format"), Quality: int(quality), MaxDimension: int(maxDim),
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	meta, _ := json.Marshal(info)
+	w.Header().Set(api.ScreenshotInfoHeader, string(meta))
+	w.Header().Set("Content-Type", "image/"+info.Format)
+	w.Header().Set("Content-Length", strconv.Itoa(len(img)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(img)
+}
+
+func (g *desktopGroup) move(w http.ResponseWriter, r *http.Request) {
+	inputRoute(w, r, g.d.MoveMouse)
+}
+
+func (g *desktopGroup) click(w http.ResponseWriter, r *http.Request) {
+	inputRoute(w, r, g.d.Click)
+}
+
+func (g *desktopGroup) drag(w http.ResponseWriter, r *http.Request) {
+	inputRoute(w, r, g.d.Drag)
+}
+
+func (g *desktopGroup) scroll(w http.ResponseWriter, r *http.Request) {
+	inputRoute(w, r, g.d.Scroll)
+}
+
+func (g *desktopGroup) key(w http.ResponseWriter, r *http.Request) {
+	inputRoute(w, r, func(ctx context.Context, req api.KeyRequest) (api.InputResult, error) { return g.d.Key(ctx, req.Key) })
+}
+
+func (g *desktopGroup) typeText(w http.ResponseWriter, r *http.Request) {
+	inputRoute(w, r, func(ctx context.Context, req api.TypeRequest) (api.InputResult, error) { return g.d.Type(ctx, req.Text) })
+}
+
+// inputRoute decodes an input body, runs it and answers what was delivered.
+func inputRoute[T any](w http.ResponseWriter, r *http.Request, do func(context.Context, T) (api.InputResult, error)) {
+	req, err := decodeBody[T](r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	res, err := do(r.Context(), req)
+	answerDesktop(w, res, err)
+}
+
+func (g *desktopGroup) clipboardGet(w http.ResponseWriter, r *http.Request) {
+	text, err := g.d.ClipboardGet(r.Context())
+	answerDesktop(w, api.ClipboardText{Text: text}, err)
+}
+
+func (g *desktopGroup) clipboardSet(w http.ResponseWriter, r *http.Request) {
+	req, err := decodeBody[api.ClipboardText](r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	answerDesktop(w, struct{}{}, g.d.ClipboardSet(r.Context(), req.Text))
+}
+
+// answerDesktop writes v, or err when it is set.
+func answerDesktop(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}

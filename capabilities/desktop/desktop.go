@@ -1,0 +1,401 @@
+// Package desktop is the X11 desktop capability of cua-spacesd: windows
+// (EWMH), screenshots (Composite, MIT-SHM), input (XTEST), the text
+// clipboard and launching apps. It is a pure Go X11 client (jezek/xgb, no
+// cgo) and is usable without HTTP.
+//
+// A Desktop connects lazily, on the first call that needs the display, and
+// reconnects when the X connection dies, so a daemon started without a
+// display costs nothing and one whose X server restarts recovers.
+package desktop
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/composite"
+	"github.com/jezek/xgb/shm"
+	"github.com/jezek/xgb/xproto"
+	"github.com/jezek/xgb/xtest"
+
+	"github.com/trycua/cua-spacesd/spacesd/api"
+)
+
+// Limits and budgets of the X connection.
+const (
+	// dialTimeout bounds connecting to the display: a dead TCP display
+	// must not hang a request.
+	dialTimeout = 5 * time.Second
+	// redialBackoff keeps a refused display from being dialled on every
+	// request of a busy client.
+	redialBackoff = 500 * time.Millisecond
+)
+
+func init() {
+	// xgb logs recoverable noise (missing Xauthority) to stderr through a
+	// package logger; the daemon reports connection errors itself.
+	xgb.Logger = log.New(io.Discard, "", 0)
+}
+
+// Options configure a Desktop.
+type Options struct {
+	// Display is the X display (":0"); "" means none.
+	Display string
+	Logger  *slog.Logger
+}
+
+// Desktop is the desktop of one X display. It is safe for concurrent use.
+type Desktop struct {
+	display string
+	log     *slog.Logger
+
+	mu      sync.Mutex // guards x, lastErr, lastDial
+	x       *xconn
+	lastErr error
+	lastAt  time.Time
+
+	// inputMu serializes input sequences: two clicks must not interleave
+	// their press and release events.
+	inputMu sync.Mutex
+}
+
+// New returns a Desktop of the given display; it does not connect yet.
+func New(opts Options) *Desktop {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Desktop{display: opts.Display, log: opts.Logger}
+}
+
+// Display is the display this Desktop uses.
+func (d *Desktop) Display() string { return d.display }
+
+// Close drops the X connection, restoring the keyboard map first.
+func (d *Desktop) Close() {
+	d.mu.Lock()
+	x := d.x
+	d.x = nil
+	d.mu.Unlock()
+	if x != nil {
+		x.close()
+	}
+}
+
+// conn returns a live connection, dialling one when there is none or the
+// last one died. The error is a capability error naming why.
+func (d *Desktop) conn(ctx context.Context) (*xconn, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.x != nil {
+		if d.x.alive() {
+			return d.x, nil
+		}
+		d.log.Warn("X connection lost; reconnecting", "display", d.display)
+		d.x.close()
+		d.x = nil
+	}
+	if d.display == "" {
+		return nil, errNoDisplay
+	}
+	if d.lastErr != nil && time.Since(d.lastAt) < redialBackoff {
+		return nil, d.lastErr
+	}
+	x, err := dial(ctx, d.display, d.log)
+	d.lastAt = time.Now()
+	if err != nil {
+		d.lastErr = err
+		return nil, err
+	}
+	d.lastErr = nil
+	d.x = x
+	d.log.Info("X display connected", "display", d.display, "xtest", x.hasXTest, "composite", x.hasComposite,
+		"shm", x.shm != nil, "wm", x.wm())
+	return x, nil
+}
+
+// unavailable is why the display cannot be used at all.
+type unavailable struct{ limitation string }
+
+func (u *unavailable) Error() string { return u.limitation }
+
+var errNoDisplay = &unavailable{"no X display: DISPLAY is unset (start cua-spacesd with --display, or --xvfb to run its own)"}
+
+// xconn is one X connection and what was learnt about the display.
+type xconn struct {
+	c      *xgb.Conn
+	screen *xproto.ScreenInfo
+	root   xproto.Window
+	log    *slog.Logger
+
+	hasXTest     bool
+	hasComposite bool
+	shm          *shmSeg // nil when MIT-SHM cannot be used
+	wmMu         sync.Mutex
+	wmName       string // EWMH window manager's name; "" until one runs
+
+	atomMu sync.Mutex
+	atoms  map[string]xproto.Atom
+
+	dead chan struct{} // closed when the event loop sees the connection end
+
+	clip *clipboard
+	keys *keyboard
+}
+
+func dial(ctx context.Context, display string, logger *slog.Logger) (*xconn, error) {
+	type result struct {
+		c   *xgb.Conn
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		c, err := xgb.NewConnDisplay(display)
+		ch <- result{c, err}
+	}()
+	var r result
+	timer := time.NewTimer(dialTimeout)
+	defer timer.Stop()
+	select {
+	case r = <-ch:
+	case <-timer.C:
+		go func() {
+			if r := <-ch; r.c != nil {
+				r.c.Close()
+			}
+		}()
+		return nil, &unavailable{fmt.Sprintf("X display %s did not answer within %s", display, dialTimeout)}
+	case <-ctx.Done():
+		go func() {
+			if r := <-ch; r.c != nil {
+				r.c.Close()
+			}
+		}()
+		return nil, api.Errorf(api.KindCancelled, "connect to X display %s: %w", display, ctx.Err())
+	}
+	if r.err != nil {
+		return nil, &unavailable{fmt.Sprintf("X display %s refused the connection (%v); check that the X server runs and DISPLAY is right", display, r.err)}
+	}
+	x := &xconn{
+		c:     r.c,
+		root:  xproto.Setup(r.c).DefaultScreen(r.c).Root,
+		log:   logger,
+		atoms: map[string]xproto.Atom{},
+		dead:  make(chan struct{}),
+	}
+	x.screen = xproto.Setup(r.c).DefaultScreen(r.c)
+	if xtest.Init(r.c) == nil {
+		x.hasXTest = true
+	}
+	if composite.Init(r.c) == nil {
+		if _, err := composite.QueryVersion(r.c, 0, 4).Reply(); err == nil {
+			// Automatic redirection keeps every top-level window's own
+			// content in a pixmap, so a covered window can still be
+			// captured; the server keeps painting the screen itself.
+			if err := composite.RedirectSubwindowsChecked(r.c, x.root, composite.RedirectAutomatic).Check(); err == nil {
+				x.hasComposite = true
+			}
+		}
+	}
+	if shm.Init(r.c) == nil {
+		seg, err := newShmSeg(r.c, x.root, int(x.screen.WidthInPixels)*int(x.screen.HeightInPixels)*4)
+		if err != nil {
+			logger.Info("MIT-SHM unusable; screenshots use GetImage", "display", display, "err", err)
+		} else {
+			x.shm = seg
+		}
+	}
+	x.keys = &keyboard{x: x}
+	clip, err := newClipboard(x)
+	if err != nil {
+		x.c.Close()
+		return nil, &unavailable{fmt.Sprintf("X display %s: cannot create the clipboard window: %v", display, err)}
+	}
+	x.clip = clip
+	go x.eventLoop()
+	return x, nil
+}
+
+func (x *xconn) alive() bool {
+	select {
+	case <-x.dead:
+		return false
+	default:
+		return true
+	}
+}
+
+func (x *xconn) close() {
+	if x.alive() {
+		x.keys.restoreAll()
+	}
+	if x.shm != nil {
+		x.shm.close(x.c)
+	}
+	x.c.Close()
+}
+
+// eventLoop dispatches the events the daemon cares about (selection
+// traffic) and notices the end of the connection.
+func (x *xconn) eventLoop() {
+	defer close(x.dead)
+	for {
+		ev, err := x.c.WaitForEvent()
+		if ev == nil && err == nil {
+			return
+		}
+		if err != nil {
+			x.log.Debug("X error", "err", err)
+			continue
+		}
+		switch e := ev.(type) {
+		case xproto.SelectionRequestEvent:
+			x.clip.onRequest(e)
+		case xproto.SelectionClearEvent:
+			x.clip.onClear(e)
+		case xproto.SelectionNotifyEvent:
+			x.clip.onNotify(e)
+		case xproto.PropertyNotifyEvent:
+			x.clip.onProperty(e)
+		}
+	}
+}
+
+// atom interns name once per connection.
+func (x *xconn) atom(name string) (xproto.Atom, error) {
+	x.atomMu.Lock()
+	a, ok := x.atoms[name]
+	x.atomMu.Unlock()
+	if ok {
+		return a, nil
+	}
+	r, err := xproto.InternAtom(x.c, false, uint16(len(name)), name).Reply()
+	if err != nil {
+		return 0, xerr("intern atom "+name, err)
+	}
+	x.atomMu.Lock()
+	x.atoms[name] = r.Atom
+	x.atomMu.Unlock()
+	return r.Atom, nil
+}
+
+// mustAtom is atom for names used where a failure shows up later anyway.
+func (x *xconn) mustAtom(name string) xproto.Atom {
+	a, _ := x.atom(name)
+	return a
+}
+
+// wm returns the EWMH window manager's name, or "" when none runs. A found
+// one is remembered; absence is checked again, as the window manager may
+// start after the daemon.
+func (x *xconn) wm() string {
+	x.wmMu.Lock()
+	defer x.wmMu.Unlock()
+	if x.wmName == "" {
+		x.wmName = x.ewmhWM()
+	}
+	return x.wmName
+}
+
+// ewmhWM returns the name of the EWMH window manager, or "" when none runs.
+func (x *xconn) ewmhWM() string {
+	check, err := x.windowProp(x.root, "_NET_SUPPORTING_WM_CHECK")
+	if err != nil || len(check) == 0 {
+		return ""
+	}
+	name, _ := x.stringProp(xproto.Window(check[0]), "_NET_WM_NAME")
+	if name == "" {
+		name = "unnamed"
+	}
+	return name
+}
+
+// sync waits until the server has processed every request sent before it.
+func (x *xconn) sync() error {
+	_, err := xproto.GetInputFocus(x.c).Reply()
+	return xerr("sync with the X server", err)
+}
+
+// xerr wraps an X protocol error as kind env (nil stays nil).
+func xerr(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return api.Errorf(api.KindEnv, "%s: %w", what, err)
+}
+
+// Status reports each desktop feature's status on this display, connecting
+// when needed.
+func (d *Desktop) Status(ctx context.Context) map[api.Feature]api.FeatureStatus {
+	out := make(map[api.Feature]api.FeatureStatus, len(Features))
+	x, err := d.conn(ctx)
+	if err != nil {
+		for _, f := range Features {
+			out[f] = api.FeatureStatus{Limitation: limitationOf(err)}
+		}
+		return out
+	}
+	ok := api.FeatureStatus{Supported: true}
+	for _, f := range Features {
+		out[f] = ok
+	}
+	if x.wm() == "" {
+		out[api.FeatureWindows] = api.FeatureStatus{Limitation: fmt.Sprintf(
+			"no EWMH window manager runs on X display %s, so windows cannot be listed or focused (start one, e.g. openbox); screenshots, input and the clipboard still work", d.display)}
+	}
+	if !x.hasXTest {
+		out[api.FeatureInput] = api.FeatureStatus{Limitation: fmt.Sprintf(
+			"X display %s lacks the XTEST extension, so input cannot be injected; windows, screenshots and the clipboard still work", d.display)}
+	}
+	return out
+}
+
+// Features are the features this package serves.
+var Features = []api.Feature{api.FeatureWindows, api.FeatureScreenshot, api.FeatureInput, api.FeatureClipboardText, api.FeatureLaunchApp}
+
+func limitationOf(err error) string {
+	if u, ok := err.(*unavailable); ok {
+		return u.limitation
+	}
+	return err.Error()
+}
+
+// use returns the connection for a call needing feature f, or the
+// capability_missing error naming why it cannot be served.
+func (d *Desktop) use(ctx context.Context, f api.Feature) (*xconn, error) {
+	x, err := d.conn(ctx)
+	if err != nil {
+		if u, ok := err.(*unavailable); ok {
+			return nil, api.CapabilityMissing(f, u.limitation)
+		}
+		return nil, err
+	}
+	switch {
+	case f == api.FeatureWindows && x.wm() == "":
+		return nil, api.CapabilityMissing(f, d.Status(ctx)[f].Limitation)
+	case f == api.FeatureInput && !x.hasXTest:
+		return nil, api.CapabilityMissing(f, d.Status(ctx)[f].Limitation)
+	}
+	return x, nil
+}
+
+// envWithDisplay is the environment of a launched app.
+func envWithDisplay(display string, extra map[string]string) []string {
+	env := make([]string, 0, len(os.Environ())+len(extra)+1)
+	for _, kv := range os.Environ() {
+		if len(kv) >= 8 && kv[:8] == "DISPLAY=" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "DISPLAY="+display)
+	for k, v := range extra {
+		env = append(env, k+"="+v)
+	}
+	return env
+}

@@ -1,0 +1,47 @@
+// Package desktoptest starts a private virtual X display (Xvfb, and openbox
+// unless asked not to) for a test and stops it when the test ends.
+package desktoptest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/trycua/cua-spacesd/capabilities/desktop"
+)
+
+// Options adjust the display.
+type Options struct {
+	// Size is "WIDTHxHEIGHT"; "" = 1920x1080.
+	Size string
+	// NoWindowManager leaves the display without openbox.
+	NoWindowManager bool
+}
+
+// Start starts the display and returns its name (":N"). Without Xvfb the
+// test is skipped, or fails when CI=true: CI must run the desktop tests.
+func Start(t testing.TB, opts Options) string {
+	t.Helper()
+	Require(t)
+	v, err := desktop.StartVirtual(context.Background(), desktop.VirtualOptions{Size: opts.Size, NoWindowManager: opts.NoWindowManager})
+	if err != nil {
+		t.Fatalf("start virtual display: %v", err)
+	}
+	t.Cleanup(v.Close)
+	return v.Display()
+}
+
+// Require skips the test (fails it under CI=true) when Xvfb or openbox is
+// missing.
+func Require(t testing.TB, tools ...string) {
+	t.Helper()
+	for _, tool := range append([]string{"Xvfb", "openbox"}, tools...) {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is not installed, and CI=true requires the desktop tests to run (install it with .ci/run's setup)", tool)
+			}
+			t.Skipf("%s is not installed; skipping the desktop test", tool)
+		}
+	}
+}

@@ -1,0 +1,384 @@
+package desktop
+
+import (
+	"context"
+	"math"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jezek/xgb/xproto"
+	"github.com/jezek/xgb/xtest"
+
+	"github.com/trycua/cua-spacesd/spacesd/api"
+)
+
+// Input limits.
+const (
+	MaxClickCount   = 10
+	MaxScrollClicks = 200
+	MaxTypeRunes    = 100_000
+	maxScale        = 16
+	defaultDrag     = 200 * time.Millisecond
+	maxDrag         = 30 * time.Second
+	dragSteps       = 20
+)
+
+// X core event types as XTEST takes them.
+const (
+	evKeyPress      = 2
+	evKeyRelease    = 3
+	evButtonPress   = 4
+	evButtonRelease = 5
+	evMotion        = 6
+)
+
+var buttons = map[string]byte{"": 1, api.ButtonLeft: 1, api.ButtonMiddle: 2, api.ButtonRight: 3}
+
+// session is one input call: it remembers what it holds down so that an
+// error or cancellation releases everything.
+type session struct {
+	x    *xconn
+	keys []xproto.Keycode
+	btns []byte
+}
+
+func (s *session) fake(typ, detail byte, x, y int16) {
+	xtest.FakeInput(s.x.c, typ, detail, 0, s.x.root, x, y, 0)
+}
+
+func (s *session) keyDown(kc xproto.Keycode) {
+	s.fake(evKeyPress, byte(kc), 0, 0)
+	s.keys = append(s.keys, kc)
+}
+
+func (s *session) keyUp(kc xproto.Keycode) {
+	s.fake(evKeyRelease, byte(kc), 0, 0)
+	for i := len(s.keys) - 1; i >= 0; i-- {
+		if s.keys[i] == kc {
+			s.keys = append(s.keys[:i], s.keys[i+1:]...)
+			break
+		}
+	}
+}
+
+func (s *session) buttonDown(b byte) {
+	s.fake(evButtonPress, b, 0, 0)
+	s.btns = append(s.btns, b)
+}
+
+func (s *session) buttonUp(b byte) {
+	s.fake(evButtonRelease, b, 0, 0)
+	for i := len(s.btns) - 1; i >= 0; i-- {
+		if s.btns[i] == b {
+			s.btns = append(s.btns[:i], s.btns[i+1:]...)
+			break
+		}
+	}
+}
+
+func (s *session) move(x, y int) { s.fake(evMotion, 0, int16(x), int16(y)) }
+
+// finish releases whatever is still held and waits until the server has
+// processed every event, so the answer means "delivered".
+func (s *session) finish() error {
+	for i := len(s.keys) - 1; i >= 0; i-- {
+		s.fake(evKeyRelease, byte(s.keys[i]), 0, 0)
+	}
+	for i := len(s.btns) - 1; i >= 0; i-- {
+		s.fake(evButtonRelease, s.btns[i], 0, 0)
+	}
+	s.keys, s.btns = nil, nil
+	return s.x.sync()
+}
+
+// begin starts an input call: one at a time, so sequences never interleave.
+func (d *Desktop) begin(ctx context.Context) (*session, func(), error) {
+	x, err := d.use(ctx, api.FeatureInput)
+	if err != nil {
+		return nil, nil, err
+	}
+	d.inputMu.Lock()
+	return &session{x: x}, d.inputMu.Unlock, nil
+}
+
+// toScreen applies the coordinate rule: (px, py) in the pixels of a
+// screenshot with the given scale, relative to the window's content when
+// WindowID is set, maps to the screen pixel whose centre the screenshot
+// pixel covers.
+func (x *xconn) toScreen(p api.Pointer, px, py float64) (int, int, error) {
+	scale := p.Scale
+	if scale == 0 {
+		scale = 1
+	}
+	if !(scale > 0 && scale <= maxScale) || math.IsNaN(px) || math.IsNaN(py) || math.IsInf(px, 0) || math.IsInf(py, 0) {
+		return 0, 0, api.Errorf(api.KindInvalidArgument, "scale %v and point (%v, %v): scale must be in (0, %d] and the point finite", p.Scale, px, py, maxScale)
+	}
+	var ox, oy int
+	if p.WindowID != 0 {
+		o, err := xproto.TranslateCoordinates(x.c, xproto.Window(p.WindowID), x.root, 0, 0).Reply()
+		if err != nil {
+			return 0, 0, api.Errorf(api.KindNotFound, "no window %d to place the point in; list the windows first", p.WindowID)
+		}
+		ox, oy = int(o.DstX), int(o.DstY)
+	}
+	sx := ox + int(math.Floor((px+0.5)/scale))
+	sy := oy + int(math.Floor((py+0.5)/scale))
+	w, h := int(x.screen.WidthInPixels), int(x.screen.HeightInPixels)
+	if sx < 0 || sy < 0 || sx >= w || sy >= h {
+		return 0, 0, api.Errorf(api.KindInvalidArgument, "point (%v, %v) at scale %v is screen pixel (%d, %d), outside the %dx%d screen", px, py, scale, sx, sy, w, h)
+	}
+	return sx, sy, nil
+}
+
+// MoveMouse moves the pointer.
+func (d *Desktop) MoveMouse(ctx context.Context, req api.MouseMoveRequest) (api.InputResult, error) {
+	s, done, err := d.begin(ctx)
+	if err != nil {
+		return api.InputResult{}, err
+	}
+	defer done()
+	sx, sy, err := s.x.toScreen(req.Pointer, req.X, req.Y)
+	if err != nil {
+		return api.InputResult{}, err
+	}
+	s.move(sx, sy)
+	return api.InputResult{X: sx, Y: sy}, s.finish()
+}
+
+// Click clicks count times at a point.
+func (d *Desktop) Click(ctx context.Context, req api.ClickRequest) (api.InputResult, error) {
+	b, ok := buttons[req.Button]
+	if !ok {
+		return api.InputResult{}, api.Errorf(api.KindInvalidArgument, "button %q: want left, middle or right", req.Button)
+	}
+	if req.Count == 0 {
+		req.Count = 1
+	}
+	if req.Count < 1 || req.Count > MaxClickCount {
+		return api.InputResult{}, api.Errorf(api.KindInvalidArgument, "count %d is out of range 1-%d", req.Count, MaxClickCount)
+	}
+	s, done, err := d.begin(ctx)
+	if err != nil {
+		return api.InputResult{}, err
+	}
+	defer done()
+	sx, sy, err := s.x.toScreen(req.Pointer, req.X, req.Y)
+	if err != nil {
+		return api.InputResult{}, err
+	}
+	s.move(sx, sy)
+	for range req.Count {
+		s.buttonDown(b)
+		s.buttonUp(b)
+	}
+	button := req.Button
+	if button == "" {
+		button = api.ButtonLeft
+	}
+	return api.InputResult{X: sx, Y: sy, Button: button, Count: req.Count}, s.finish()
+}
+
+// Drag presses a button at one point, moves in steps to another, releases.
+func (d *Desktop) Drag(ctx context.Context, req api.DragRequest) (api.InputResult, error) {
+	b, ok := buttons[req.Button]
+	if !ok {
+		return api.InputResult{}, api.Errorf(api.KindInvalidArgument, "button %q: want left, middle or right", req.Button)
+	}
+	dur := defaultDrag
+	if req.DurationMS != 0 {
+		dur = time.Duration(req.DurationMS) * time.Millisecond
+	}
+	if dur < 0 || dur > maxDrag {
+		return api.InputResult{}, api.Errorf(api.KindInvalidArgument, "duration_ms %d is out of range 0-%d", req.DurationMS, maxDrag.Milliseconds())
+	}
+	s, done, err := d.begin(ctx)
+	if err != nil {
+		return api.InputResult{}, err
+	}
+	defer done()
+	fx, fy, err := s.x.toScreen(req.Pointer, req.FromX, req.FromY)
+	if err != nil {
+		return api.InputResult{}, err
+	}
+	tx, ty, err := s.x.toScreen(req.Pointer, req.ToX, req.ToY)
+	if err != nil {
+		return api.InputResult{}, err
+	}
+	s.move(fx, fy)
+	s.buttonDown(b)
+	for i := 1; i <= dragSteps; i++ {
+		// Apps see a drag only through motion events spread over time.
+		if err := s.x.sync(); err != nil {
+			return api.InputResult{}, err
+		}
+		if err := sleepCtx(ctx, dur/dragSteps); err != nil {
+			_ = s.finish()
+			return api.InputResult{}, err
+		}
+		s.move(fx+(tx-fx)*i/dragSteps, fy+(ty-fy)*i/dragSteps)
+	}
+	s.buttonUp(b)
+	button := req.Button
+	if button == "" {
+		button = api.ButtonLeft
+	}
+	return api.InputResult{X: tx, Y: ty, Button: button}, s.finish()
+}
+
+// Scroll turns the wheel: buttons 4/5 vertically, 6/7 horizontally.
+func (d *Desktop) Scroll(ctx context.Context, req api.ScrollRequest) (api.InputResult, error) {
+	if abs(req.DX) > MaxScrollClicks || abs(req.DY) > MaxScrollClicks {
+		return api.InputResult{}, api.Errorf(api.KindInvalidArgument, "scroll (%d, %d) is over %d clicks", req.DX, req.DY, MaxScrollClicks)
+	}
+	if (req.X == nil) != (req.Y == nil) {
+		return api.InputResult{}, api.Errorf(api.KindInvalidArgument, "give both x and y, or neither")
+	}
+	s, done, err := d.begin(ctx)
+	if err != nil {
+		return api.InputResult{}, err
+	}
+	defer done()
+	var res api.InputResult
+	if req.X != nil {
+		sx, sy, err := s.x.toScreen(req.Pointer, *req.X, *req.Y)
+		if err != nil {
+			return res, err
+		}
+		s.move(sx, sy)
+	}
+	wheel := func(n int, neg, pos byte) {
+		b := pos
+		if n < 0 {
+			b, n = neg, -n
+		}
+		for range n {
+			s.buttonDown(b)
+			s.buttonUp(b)
+		}
+	}
+	wheel(req.DY, 4, 5)
+	wheel(req.DX, 6, 7)
+	if err := s.finish(); err != nil {
+		return res, err
+	}
+	if q, err := xproto.QueryPointer(s.x.c, s.x.root).Reply(); err == nil {
+		res.X, res.Y = int(q.RootX), int(q.RootY)
+	}
+	return res, nil
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// Key presses one key or hotkey.
+func (d *Desktop) Key(ctx context.Context, key string) (api.InputResult, error) {
+	combo, err := ParseKeyCombo(key)
+	if err != nil {
+		return api.InputResult{}, err
+	}
+	s, done, err := d.begin(ctx)
+	if err != nil {
+		return api.InputResult{}, err
+	}
+	defer done()
+	k := s.x.keys
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	defer k.scheduleRestore()
+	if err := k.load(); err != nil {
+		return api.InputResult{}, err
+	}
+	call := k.tick()
+	shiftHeld := false
+	for _, m := range combo.Mods {
+		kc, _, err := k.bind(ctx, xproto.Keysym(m), call)
+		if err != nil {
+			_ = s.finish()
+			return api.InputResult{}, err
+		}
+		shiftHeld = shiftHeld || m == ksShiftL
+		s.keyDown(kc)
+	}
+	if err := s.stroke(ctx, k, xproto.Keysym(combo.Key), call, shiftHeld); err != nil {
+		_ = s.finish()
+		return api.InputResult{}, err
+	}
+	return api.InputResult{Key: key}, s.finish()
+}
+
+// stroke presses and releases the key yielding sym, with Shift when the
+// keysym sits on the shifted level.
+func (s *session) stroke(ctx context.Context, k *keyboard, sym xproto.Keysym, call uint64, shiftHeld bool) error {
+	kc, shift, err := k.bind(ctx, sym, call)
+	if err != nil {
+		return err
+	}
+	var shiftKC xproto.Keycode
+	if shift && !shiftHeld {
+		shiftKC, _, err = k.bind(ctx, ksShiftL, call)
+		if err != nil {
+			return err
+		}
+		s.keyDown(shiftKC)
+	}
+	s.keyDown(kc)
+	s.keyUp(kc)
+	if shiftKC != 0 {
+		s.keyUp(shiftKC)
+	}
+	return nil
+}
+
+// Type types Unicode text; characters without a key are bound to a spare
+// keycode for the time of their keystrokes.
+func (d *Desktop) Type(ctx context.Context, text string) (api.InputResult, error) {
+	if !utf8.ValidString(text) {
+		return api.InputResult{}, api.Errorf(api.KindInvalidArgument, "text is not valid UTF-8")
+	}
+	n := utf8.RuneCountInString(text)
+	if n > MaxTypeRunes {
+		return api.InputResult{}, api.Errorf(api.KindInvalidArgument, "text has %d characters, over the limit of %d per call", n, MaxTypeRunes)
+	}
+	syms := make([]xproto.Keysym, 0, n)
+	prev := rune(0)
+	for _, r := range text {
+		if r == '\n' && prev == '\r' {
+			prev = r
+			continue // CRLF is one Return
+		}
+		prev = r
+		ks, ok := keysymOfRune(r)
+		if !ok {
+			return api.InputResult{}, api.Errorf(api.KindInvalidArgument, "text holds the control character U+%04X, which has no key", r)
+		}
+		syms = append(syms, xproto.Keysym(ks))
+	}
+	s, done, err := d.begin(ctx)
+	if err != nil {
+		return api.InputResult{}, err
+	}
+	defer done()
+	k := s.x.keys
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	defer k.scheduleRestore()
+	if err := k.load(); err != nil {
+		return api.InputResult{}, err
+	}
+	call := k.tick()
+	for i, sym := range syms {
+		if ctx.Err() != nil {
+			_ = s.finish()
+			return api.InputResult{Chars: i}, api.Errorf(api.KindCancelled, "typing cancelled after %d characters", i)
+		}
+		if err := s.stroke(ctx, k, sym, call, false); err != nil {
+			_ = s.finish()
+			return api.InputResult{Chars: i}, err
+		}
+	}
+	return api.InputResult{Chars: n}, s.finish()
+}

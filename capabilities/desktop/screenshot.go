@@ -1,0 +1,262 @@
+package desktop
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"image"
+	"image/jpeg"
+	"image/png"
+	"math"
+	"runtime"
+	"sync"
+
+	"github.com/jezek/xgb/composite"
+	"github.com/jezek/xgb/shm"
+	"github.com/jezek/xgb/xproto"
+	"golang.org/x/image/draw"
+
+	"github.com/trycua/cua-spacesd/spacesd/api"
+)
+
+const (
+	// DefaultJPEGQuality is the quality of a JPEG screenshot unless asked.
+	DefaultJPEGQuality = 80
+	// MaxDimensionLimit bounds max_dimension (and so the work of a scale).
+	MaxDimensionLimit = 16384
+	// minParallelPixels is the image size from which the pixel conversion
+	// is split across cores; below it a goroutine costs more than it saves.
+	minParallelPixels = 256 * 1024
+)
+
+// Screenshot captures the screen or one window and encodes it.
+func (d *Desktop) Screenshot(ctx context.Context, req api.ScreenshotRequest) ([]byte, api.ScreenshotInfo, error) {
+	var info api.ScreenshotInfo
+	switch req.Format {
+	case "":
+		req.Format = api.FormatPNG
+	case "jpg":
+		req.Format = api.FormatJPEG
+	case api.FormatPNG, api.FormatJPEG:
+	default:
+		return nil, info, api.Errorf(api.KindInvalidArgument, "format %q: want png or jpeg", req.Format)
+	}
+	if req.Quality == 0 {
+		req.Quality = DefaultJPEGQuality
+	}
+	if req.Quality < 1 || req.Quality > 100 {
+		return nil, info, api.Errorf(api.KindInvalidArgument, "quality %d is out of range 1-100", req.Quality)
+	}
+	if req.MaxDimension < 0 || req.MaxDimension > MaxDimensionLimit {
+		return nil, info, api.Errorf(api.KindInvalidArgument, "max_dimension %d is out of range 0-%d", req.MaxDimension, MaxDimensionLimit)
+	}
+	img, bounds, err := d.Capture(ctx, req.WindowID)
+	if err != nil {
+		return nil, info, err
+	}
+	return encode(img, bounds, req)
+}
+
+// Capture grabs the screen (windowID 0) or one window's own content as RGBA
+// together with the captured area in screen pixels.
+func (d *Desktop) Capture(ctx context.Context, windowID uint32) (*image.RGBA, api.Rect, error) {
+	x, err := d.use(ctx, api.FeatureScreenshot)
+	if err != nil {
+		return nil, api.Rect{}, err
+	}
+	if windowID == 0 {
+		r := api.Rect{Width: int(x.screen.WidthInPixels), Height: int(x.screen.HeightInPixels)}
+		img, err := x.grab(xproto.Drawable(x.root), 0, 0, r.Width, r.Height)
+		return img, r, err
+	}
+	win, err := x.window(windowID)
+	if err != nil {
+		return nil, api.Rect{}, err
+	}
+	if !win.OnScreen {
+		return nil, api.Rect{}, api.Errorf(api.KindInvalidArgument, "window %d is not shown (minimized or unmapped); activate it first", windowID)
+	}
+	if x.hasComposite {
+		img, err := x.grabComposited(xproto.Window(windowID), win.Bounds)
+		if err == nil {
+			return img, win.Bounds, nil
+		}
+		x.log.Debug("composite capture failed; capturing the screen area", "window", windowID, "err", err)
+	}
+	// Without Composite only what the screen shows can be captured: the
+	// window's area, clipped to the screen, covered parts included.
+	r := clip(win.Bounds, int(x.screen.WidthInPixels), int(x.screen.HeightInPixels))
+	if r.Width == 0 || r.Height == 0 {
+		return nil, api.Rect{}, api.Errorf(api.KindInvalidArgument, "window %d lies outside the screen", windowID)
+	}
+	img, err := x.grab(xproto.Drawable(x.root), r.X, r.Y, r.Width, r.Height)
+	return img, r, err
+}
+
+// grabComposited reads the window's content from its top-level frame's
+// Composite pixmap, which holds it even where other windows cover it.
+func (x *xconn) grabComposited(w xproto.Window, b api.Rect) (*image.RGBA, error) {
+	frame, err := x.topLevel(w)
+	if err != nil {
+		return nil, err
+	}
+	off, err := xproto.TranslateCoordinates(x.c, w, frame, 0, 0).Reply()
+	if err != nil {
+		return nil, xerr("window offset in its frame", err)
+	}
+	pid, err := x.c.NewId()
+	if err != nil {
+		return nil, xerr("new pixmap id", err)
+	}
+	pix := xproto.Pixmap(pid)
+	if err := composite.NameWindowPixmapChecked(x.c, frame, pix).Check(); err != nil {
+		return nil, xerr("name the window's pixmap", err)
+	}
+	defer xproto.FreePixmap(x.c, pix)
+	return x.grab(xproto.Drawable(pix), int(off.DstX), int(off.DstY), b.Width, b.Height)
+}
+
+// topLevel is w's ancestor that is a child of the root (the WM's frame).
+func (x *xconn) topLevel(w xproto.Window) (xproto.Window, error) {
+	for {
+		t, err := xproto.QueryTree(x.c, w).Reply()
+		if err != nil {
+			return 0, xerr("query window tree", err)
+		}
+		if t.Parent == x.root || t.Parent == 0 {
+			return w, nil
+		}
+		w = t.Parent
+	}
+}
+
+// grab reads a rectangle of a drawable, through shared memory when it fits.
+func (x *xconn) grab(d xproto.Drawable, sx, sy, w, h int) (*image.RGBA, error) {
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	n := w * h * 4
+	if s := x.shm; s != nil && n <= len(s.buf) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.buf != nil {
+			r, err := shm.GetImage(x.c, d, int16(sx), int16(sy), uint16(w), uint16(h), ^uint32(0), xproto.ImageFormatZPixmap, s.seg, 0).Reply()
+			if err != nil {
+				return nil, xerr("capture (MIT-SHM)", err)
+			}
+			if r.Size < uint32(n) {
+				return nil, api.Errorf(api.KindEnv, "capture: the display's depth %d is not a 32-bit pixel format", r.Depth)
+			}
+			bgrxToRGBA(img.Pix, s.buf[:n])
+			return img, nil
+		}
+	}
+	// Core GetImage in strips: one reply of a whole 4K screen would be
+	// 32 MiB through the socket, and a request is limited in size anyway.
+	rowBytes := w * 4
+	rows := max(1, maxGetImageBytes/rowBytes)
+	for y := 0; y < h; y += rows {
+		sh := min(rows, h-y)
+		r, err := xproto.GetImage(x.c, xproto.ImageFormatZPixmap, d, int16(sx), int16(sy+y), uint16(w), uint16(sh), ^uint32(0)).Reply()
+		if err != nil {
+			return nil, xerr("capture (GetImage)", err)
+		}
+		if len(r.Data) < sh*rowBytes {
+			return nil, api.Errorf(api.KindEnv, "capture: the display's depth %d is not a 32-bit pixel format", r.Depth)
+		}
+		bgrxToRGBA(img.Pix[y*rowBytes:(y+sh)*rowBytes], r.Data[:sh*rowBytes])
+	}
+	return img, nil
+}
+
+// maxGetImageBytes bounds one core GetImage reply.
+const maxGetImageBytes = 4 << 20
+
+// bgrxToRGBA converts the X server's little-endian BGRX pixels to opaque
+// RGBA, split across the cores for big images.
+func bgrxToRGBA(dst, src []byte) {
+	n := len(src) / 4
+	parts := 1
+	if n >= minParallelPixels {
+		parts = runtime.GOMAXPROCS(0)
+	}
+	if parts == 1 {
+		convertBGRX(dst, src)
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (n + parts - 1) / parts * 4
+	for off := 0; off < len(src); off += chunk {
+		end := min(off+chunk, len(src))
+		wg.Add(1)
+		go func(d, s []byte) {
+			defer wg.Done()
+			convertBGRX(d, s)
+		}(dst[off:end], src[off:end])
+	}
+	wg.Wait()
+}
+
+func convertBGRX(dst, src []byte) {
+	dst = dst[:len(src)]
+	for i := 0; i+4 <= len(src); i += 4 {
+		v := binary.LittleEndian.Uint32(src[i:])
+		binary.LittleEndian.PutUint32(dst[i:], v>>16&0xff|v&0xff00|(v&0xff)<<16|0xff000000)
+	}
+}
+
+func clip(r api.Rect, w, h int) api.Rect {
+	x0, y0 := max(r.X, 0), max(r.Y, 0)
+	x1, y1 := min(r.X+r.Width, w), min(r.Y+r.Height, h)
+	if x1 <= x0 || y1 <= y0 {
+		return api.Rect{}
+	}
+	return api.Rect{X: x0, Y: y0, Width: x1 - x0, Height: y1 - y0}
+}
+
+// pngEncoder favours speed: a screenshot is read once, soon.
+var pngEncoder = png.Encoder{CompressionLevel: png.BestSpeed, BufferPool: &pngPool{}}
+
+type pngPool struct{ p sync.Pool }
+
+func (p *pngPool) Get() *png.EncoderBuffer {
+	b, _ := p.p.Get().(*png.EncoderBuffer)
+	return b
+}
+func (p *pngPool) Put(b *png.EncoderBuffer) { p.p.Put(b) }
+
+// Scaled returns img scaled down so that neither side exceeds maxDim, and
+// the scale (image pixels per source pixel).
+func Scaled(img *image.RGBA, maxDim int) (*image.RGBA, float64) {
+	w, h := img.Bounds().Dx(), img.Bounds().Dy()
+	if maxDim <= 0 || (w <= maxDim && h <= maxDim) {
+		return img, 1
+	}
+	s := float64(maxDim) / float64(max(w, h))
+	nw := max(1, int(math.Round(float64(w)*s)))
+	nh := max(1, int(math.Round(float64(h)*s)))
+	dst := image.NewRGBA(image.Rect(0, 0, nw, nh))
+	// BiLinear (not ApproxBiLinear) widens its kernel when shrinking, so
+	// text and thin lines average instead of aliasing away.
+	draw.BiLinear.Scale(dst, dst.Bounds(), img, img.Bounds(), draw.Src, nil)
+	return dst, s
+}
+
+func encode(img *image.RGBA, bounds api.Rect, req api.ScreenshotRequest) ([]byte, api.ScreenshotInfo, error) {
+	out, scale := Scaled(img, req.MaxDimension)
+	info := api.ScreenshotInfo{
+		Width: out.Bounds().Dx(), Height: out.Bounds().Dy(), Scale: scale,
+		Format: req.Format, Bounds: bounds, WindowID: req.WindowID,
+	}
+	var buf bytes.Buffer
+	var err error
+	if req.Format == api.FormatJPEG {
+		buf.Grow(len(out.Pix) / 8)
+		err = jpeg.Encode(&buf, out, &jpeg.Options{Quality: req.Quality})
+	} else {
+		buf.Grow(len(out.Pix) / 4)
+		err = pngEncoder.Encode(&buf, out)
+	}
+	if err != nil {
+		return nil, info, api.Errorf(api.KindEnv, "encode %s screenshot: %w", req.Format, err)
+	}
+	return buf.Bytes(), info, nil
+}

@@ -1,0 +1,342 @@
+package desktop
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jezek/xgb/xproto"
+
+	"github.com/trycua/cua-spacesd/spacesd/api"
+)
+
+const (
+	// maxPropWords bounds one property read (1 MiB of title or list).
+	maxPropWords = 1 << 18
+	// wmSettleTimeout bounds the wait for the window manager to carry out
+	// an activate or move request.
+	wmSettleTimeout = 2 * time.Second
+	wmSettlePoll    = 10 * time.Millisecond
+	// ewmhSourcePager marks our client messages as coming from a pager, the
+	// source window managers obey without focus-stealing prevention.
+	ewmhSourcePager = 2
+	// gravityStatic makes _NET_MOVERESIZE_WINDOW coordinates the client
+	// window's own, matching Window.Bounds.
+	gravityStatic = 10
+)
+
+// windowProp reads a 32-bit property as a list of words.
+func (x *xconn) windowProp(w xproto.Window, name string) ([]uint32, error) {
+	a, err := x.atom(name)
+	if err != nil {
+		return nil, err
+	}
+	r, err := xproto.GetProperty(x.c, false, w, a, xproto.GetPropertyTypeAny, 0, maxPropWords).Reply()
+	if err != nil {
+		return nil, xerr("read property "+name, err)
+	}
+	if r.Format != 32 {
+		return nil, nil
+	}
+	out := make([]uint32, r.ValueLen)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint32(r.Value[i*4:])
+	}
+	return out, nil
+}
+
+// stringProp reads a text property.
+func (x *xconn) stringProp(w xproto.Window, name string) (string, error) {
+	a, err := x.atom(name)
+	if err != nil {
+		return "", err
+	}
+	r, err := xproto.GetProperty(x.c, false, w, a, xproto.GetPropertyTypeAny, 0, maxPropWords).Reply()
+	if err != nil {
+		return "", xerr("read property "+name, err)
+	}
+	if r.Format != 8 {
+		return "", nil
+	}
+	return string(r.Value), nil
+}
+
+// clientList is the EWMH list of managed windows, in mapping order.
+func (x *xconn) clientList() ([]xproto.Window, error) {
+	ws, err := x.windowProp(x.root, "_NET_CLIENT_LIST")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]xproto.Window, len(ws))
+	for i, w := range ws {
+		out[i] = xproto.Window(w)
+	}
+	return out, nil
+}
+
+func (x *xconn) activeWindow() xproto.Window {
+	ws, _ := x.windowProp(x.root, "_NET_ACTIVE_WINDOW")
+	if len(ws) == 0 {
+		return 0
+	}
+	return xproto.Window(ws[0])
+}
+
+// describe builds the Window of w. Its requests are sent together and read
+// afterwards, so a list costs about one round trip, not six per window.
+type windowCookies struct {
+	w        xproto.Window
+	netName  xproto.GetPropertyCookie
+	name     xproto.GetPropertyCookie
+	class    xproto.GetPropertyCookie
+	pid      xproto.GetPropertyCookie
+	geom     xproto.GetGeometryCookie
+	origin   xproto.TranslateCoordinatesCookie
+	attrs    xproto.GetWindowAttributesCookie
+	hasAtoms bool
+}
+
+func (x *xconn) ask(w xproto.Window) windowCookies {
+	return windowCookies{
+		w:       w,
+		netName: xproto.GetProperty(x.c, false, w, x.mustAtom("_NET_WM_NAME"), xproto.GetPropertyTypeAny, 0, maxPropWords),
+		name:    xproto.GetProperty(x.c, false, w, xproto.AtomWmName, xproto.GetPropertyTypeAny, 0, maxPropWords),
+		class:   xproto.GetProperty(x.c, false, w, xproto.AtomWmClass, xproto.GetPropertyTypeAny, 0, maxPropWords),
+		pid:     xproto.GetProperty(x.c, false, w, x.mustAtom("_NET_WM_PID"), xproto.AtomCardinal, 0, 1),
+		geom:    xproto.GetGeometry(x.c, xproto.Drawable(w)),
+		origin:  xproto.TranslateCoordinates(x.c, w, x.root, 0, 0),
+		attrs:   xproto.GetWindowAttributes(x.c, w),
+	}
+}
+
+func (x *xconn) answer(wc windowCookies, active xproto.Window) (api.Window, error) {
+	win := api.Window{WindowID: uint32(wc.w), Focused: wc.w == active}
+	if r, err := wc.netName.Reply(); err == nil && r.Format == 8 {
+		win.Title = string(r.Value)
+	}
+	if r, err := wc.name.Reply(); err == nil && r.Format == 8 && win.Title == "" {
+		win.Title = string(r.Value)
+	}
+	if r, err := wc.class.Reply(); err == nil && r.Format == 8 {
+		parts := strings.Split(strings.TrimRight(string(r.Value), "\x00"), "\x00")
+		win.Instance = parts[0]
+		win.AppName = parts[len(parts)-1]
+	}
+	if r, err := wc.pid.Reply(); err == nil && r.Format == 32 && r.ValueLen == 1 {
+		win.PID = int(binary.LittleEndian.Uint32(r.Value))
+	}
+	g, gerr := wc.geom.Reply()
+	o, oerr := wc.origin.Reply()
+	a, aerr := wc.attrs.Reply()
+	if gerr != nil || oerr != nil || aerr != nil {
+		// The window went away between the list and the questions.
+		return win, api.Errorf(api.KindNotFound, "window %d does not exist (any more)", wc.w)
+	}
+	win.Bounds = api.Rect{X: int(o.DstX), Y: int(o.DstY), Width: int(g.Width), Height: int(g.Height)}
+	sw, sh := int(x.screen.WidthInPixels), int(x.screen.HeightInPixels)
+	b := win.Bounds
+	win.OnScreen = a.MapState == xproto.MapStateViewable &&
+		b.X < sw && b.Y < sh && b.X+b.Width > 0 && b.Y+b.Height > 0
+	return win, nil
+}
+
+// Windows lists the managed top-level windows; appName filters by a
+// case-insensitive substring of the app name, instance or title.
+func (d *Desktop) Windows(ctx context.Context, appName string) ([]api.Window, error) {
+	x, err := d.use(ctx, api.FeatureWindows)
+	if err != nil {
+		return nil, err
+	}
+	return x.windows(appName)
+}
+
+func (x *xconn) windows(appName string) ([]api.Window, error) {
+	ids, err := x.clientList()
+	if err != nil {
+		return nil, err
+	}
+	active := x.activeWindow()
+	cookies := make([]windowCookies, len(ids))
+	for i, w := range ids {
+		cookies[i] = x.ask(w)
+	}
+	needle := strings.ToLower(appName)
+	out := make([]api.Window, 0, len(ids))
+	for _, wc := range cookies {
+		win, err := x.answer(wc, active)
+		if err != nil {
+			continue
+		}
+		if needle != "" && !strings.Contains(strings.ToLower(win.AppName), needle) &&
+			!strings.Contains(strings.ToLower(win.Instance), needle) &&
+			!strings.Contains(strings.ToLower(win.Title), needle) {
+			continue
+		}
+		out = append(out, win)
+	}
+	return out, nil
+}
+
+// window describes one managed window, or answers not_found.
+func (x *xconn) window(id uint32) (api.Window, error) {
+	ids, err := x.clientList()
+	if err != nil {
+		return api.Window{}, err
+	}
+	for _, w := range ids {
+		if uint32(w) == id {
+			return x.answer(x.ask(w), x.activeWindow())
+		}
+	}
+	return api.Window{}, api.Errorf(api.KindNotFound, "no window %d on the desktop; list the windows first", id).
+		WithHint("call GET /v1/windows for the current window ids")
+}
+
+// Window describes one window.
+func (d *Desktop) Window(ctx context.Context, id uint32) (api.Window, error) {
+	x, err := d.use(ctx, api.FeatureWindows)
+	if err != nil {
+		return api.Window{}, err
+	}
+	return x.window(id)
+}
+
+// clientMessage sends an EWMH request about w to the window manager.
+func (x *xconn) clientMessage(w xproto.Window, msg string, data ...uint32) error {
+	a, err := x.atom(msg)
+	if err != nil {
+		return err
+	}
+	var d [5]uint32
+	copy(d[:], data)
+	ev := xproto.ClientMessageEvent{
+		Format: 32, Window: w, Type: a,
+		Data: xproto.ClientMessageDataUnionData32New(d[:]),
+	}
+	mask := uint32(xproto.EventMaskSubstructureRedirect | xproto.EventMaskSubstructureNotify)
+	return xerr("send "+msg, xproto.SendEventChecked(x.c, false, x.root, mask, string(ev.Bytes())).Check())
+}
+
+// settle polls until cond holds or the window manager had its time.
+func settle(ctx context.Context, cond func() bool) bool {
+	deadline := time.Now().Add(wmSettleTimeout)
+	t := time.NewTicker(wmSettlePoll)
+	defer t.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	return true
+}
+
+// ActivateWindow raises and focuses a window and answers its new state.
+func (d *Desktop) ActivateWindow(ctx context.Context, id uint32) (api.Window, error) {
+	x, err := d.use(ctx, api.FeatureWindows)
+	if err != nil {
+		return api.Window{}, err
+	}
+	if _, err := x.window(id); err != nil {
+		return api.Window{}, err
+	}
+	w := xproto.Window(id)
+	if err := x.clientMessage(w, "_NET_ACTIVE_WINDOW", ewmhSourcePager, xproto.TimeCurrentTime, uint32(x.activeWindow())); err != nil {
+		return api.Window{}, err
+	}
+	if !settle(ctx, func() bool { return x.activeWindow() == w }) {
+		return api.Window{}, api.Errorf(api.KindTimeout, "window manager %s did not activate window %d within %s", x.wm(), id, wmSettleTimeout)
+	}
+	return x.window(id)
+}
+
+// CloseWindow asks a window to close, as its close button would.
+func (d *Desktop) CloseWindow(ctx context.Context, id uint32) error {
+	x, err := d.use(ctx, api.FeatureWindows)
+	if err != nil {
+		return err
+	}
+	if _, err := x.window(id); err != nil {
+		return err
+	}
+	return x.clientMessage(xproto.Window(id), "_NET_CLOSE_WINDOW", xproto.TimeCurrentTime, ewmhSourcePager)
+}
+
+// SetWindowGeometry moves and/or resizes a window's content area.
+func (d *Desktop) SetWindowGeometry(ctx context.Context, id uint32, req api.GeometryRequest) (api.Window, error) {
+	x, err := d.use(ctx, api.FeatureWindows)
+	if err != nil {
+		return api.Window{}, err
+	}
+	cur, err := x.window(id)
+	if err != nil {
+		return api.Window{}, err
+	}
+	flags := uint32(gravityStatic) | ewmhSourcePager<<12
+	var vals [4]uint32
+	for i, v := range []*int{req.X, req.Y, req.Width, req.Height} {
+		if v == nil {
+			continue
+		}
+		if i >= 2 && (*v < 1 || *v > maxWindowSide) {
+			return api.Window{}, api.Errorf(api.KindInvalidArgument, "window size %d is out of range 1-%d", *v, maxWindowSide)
+		}
+		if i < 2 && (*v < -maxWindowSide || *v > maxWindowSide) {
+			return api.Window{}, api.Errorf(api.KindInvalidArgument, "window position %d is out of range", *v)
+		}
+		flags |= 1 << (8 + i)
+		vals[i] = uint32(int32(*v))
+	}
+	if flags>>8&0xf == 0 {
+		return cur, nil
+	}
+	if err := x.clientMessage(xproto.Window(id), "_NET_MOVERESIZE_WINDOW", flags, vals[0], vals[1], vals[2], vals[3]); err != nil {
+		return api.Window{}, err
+	}
+	want := func(w api.Window) bool {
+		return (req.X == nil || w.Bounds.X == *req.X) && (req.Y == nil || w.Bounds.Y == *req.Y) &&
+			(req.Width == nil || w.Bounds.Width == *req.Width) && (req.Height == nil || w.Bounds.Height == *req.Height)
+	}
+	var last api.Window
+	// A window manager may clamp the request (size hints, screen edges):
+	// answer what it did rather than fail when it differs.
+	settle(ctx, func() bool {
+		last, err = x.window(id)
+		return err == nil && want(last)
+	})
+	if err != nil {
+		return api.Window{}, err
+	}
+	return last, nil
+}
+
+// maxWindowSide bounds a requested window side (the X protocol's int16).
+const maxWindowSide = 32767
+
+// waitForWindowOf waits until a window of pid is listed.
+func (x *xconn) waitForWindowOf(ctx context.Context, pid int) (*api.Window, error) {
+	t := time.NewTicker(wmSettlePoll * 5)
+	defer t.Stop()
+	for {
+		ws, err := x.windows("")
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range ws {
+			if w.PID == pid {
+				return &w, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("no window of pid %d: %w", pid, ctx.Err())
+		case <-t.C:
+		}
+	}
+}

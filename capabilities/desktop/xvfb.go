@@ -1,0 +1,162 @@
+package desktop
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/xproto"
+)
+
+const (
+	// virtualStartTimeout bounds the start of Xvfb and of the window manager.
+	virtualStartTimeout = 15 * time.Second
+	// DefaultVirtualSize is the screen of a virtual display unless asked.
+	DefaultVirtualSize = "1920x1080"
+)
+
+// VirtualOptions configure StartVirtual.
+type VirtualOptions struct {
+	// Size is "WIDTHxHEIGHT"; "" = DefaultVirtualSize.
+	Size string
+	// NoWindowManager skips openbox (for tests of a bare display).
+	NoWindowManager bool
+	Logger          *slog.Logger
+}
+
+// Virtual is an Xvfb (and openbox) the daemon or a test started.
+type Virtual struct {
+	display string
+	xvfb    *exec.Cmd
+	wm      *exec.Cmd
+	xvfbEnd chan struct{}
+}
+
+// VirtualAvailable reports whether Xvfb is installed.
+func VirtualAvailable() bool {
+	_, err := exec.LookPath("Xvfb")
+	return err == nil
+}
+
+// StartVirtual starts Xvfb on a free display number (Xvfb picks it itself
+// and tells it through -displayfd, so parallel starts never collide) and,
+// unless told not to, openbox on it; it returns once both are ready.
+func StartVirtual(ctx context.Context, opts VirtualOptions) (*Virtual, error) {
+	if opts.Size == "" {
+		opts.Size = DefaultVirtualSize
+	}
+	xvfbPath, err := exec.LookPath("Xvfb")
+	if err != nil {
+		return nil, fmt.Errorf("Xvfb is not installed (apt-get install xvfb): %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, virtualStartTimeout)
+	defer cancel()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	xvfb := exec.Command(xvfbPath, "-displayfd", "3", "-screen", "0", opts.Size+"x24",
+		"-nolisten", "tcp", "-noreset", "+extension", "COMPOSITE", "+extension", "XTEST")
+	xvfb.ExtraFiles = []*os.File{w}
+	xvfb.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := xvfb.Start(); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("start Xvfb: %w", err)
+	}
+	w.Close()
+	v := &Virtual{xvfb: xvfb, xvfbEnd: make(chan struct{})}
+	go func() { _ = xvfb.Wait(); close(v.xvfbEnd) }()
+	num := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(r).ReadString('\n')
+		num <- strings.TrimSpace(line)
+	}()
+	select {
+	case n := <-num:
+		if n == "" {
+			v.Close()
+			return nil, errors.New("Xvfb exited before it opened a display")
+		}
+		v.display = ":" + n
+	case <-ctx.Done():
+		v.Close()
+		return nil, fmt.Errorf("Xvfb did not open a display within %s", virtualStartTimeout)
+	}
+	if opts.NoWindowManager {
+		return v, nil
+	}
+	obPath, err := exec.LookPath("openbox")
+	if err != nil {
+		v.Close()
+		return nil, fmt.Errorf("openbox is not installed (apt-get install openbox): %w", err)
+	}
+	wm := exec.Command(obPath, "--sm-disable")
+	wm.Env = envWithDisplay(v.display, nil)
+	wm.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := wm.Start(); err != nil {
+		v.Close()
+		return nil, fmt.Errorf("start openbox: %w", err)
+	}
+	v.wm = wm
+	go func() { _ = wm.Wait() }()
+	if err := waitForWM(ctx, v.display); err != nil {
+		v.Close()
+		return nil, err
+	}
+	return v, nil
+}
+
+// waitForWM waits until an EWMH window manager announces itself.
+func waitForWM(ctx context.Context, display string) error {
+	c, err := xgb.NewConnDisplay(display)
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", display, err)
+	}
+	defer c.Close()
+	root := xproto.Setup(c).DefaultScreen(c).Root
+	a, err := xproto.InternAtom(c, false, uint16(len("_NET_SUPPORTING_WM_CHECK")), "_NET_SUPPORTING_WM_CHECK").Reply()
+	if err != nil {
+		return err
+	}
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		r, err := xproto.GetProperty(c, false, root, a.Atom, xproto.AtomWindow, 0, 1).Reply()
+		if err == nil && r.ValueLen > 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("window manager did not start on %s within %s", display, virtualStartTimeout)
+		case <-t.C:
+		}
+	}
+}
+
+// Display is the display name (":N").
+func (v *Virtual) Display() string { return v.display }
+
+// Close stops the window manager and Xvfb and waits for Xvfb to end.
+func (v *Virtual) Close() {
+	if v.wm != nil && v.wm.Process != nil {
+		_ = syscall.Kill(-v.wm.Process.Pid, syscall.SIGTERM)
+	}
+	if v.xvfb.Process != nil {
+		_ = syscall.Kill(-v.xvfb.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-v.xvfbEnd:
+		case <-time.After(5 * time.Second):
+			_ = syscall.Kill(-v.xvfb.Process.Pid, syscall.SIGKILL)
+			<-v.xvfbEnd
+		}
+	}
+}
