@@ -42,7 +42,7 @@ var keyNames = map[string]uint32{
 	"space": 0x20, "menu": 0xff67, "print": 0xff61, "printscreen": 0xff61, "pause": 0xff13,
 	"caps_lock": 0xffe5, "capslock": 0xffe5, "num_lock": 0xff7f, "scroll_lock": 0xff14,
 	"kp_enter": 0xff8d,
-	"minus": '-', "plus": '+', "equal": '=', "comma": ',', "period": '.', "slash": '/',
+	"minus":    '-', "plus": '+', "equal": '=', "comma": ',', "period": '.', "slash": '/',
 	"backslash": '\\', "semicolon": ';', "apostrophe": '\'', "grave": '`',
 	"bracketleft": '[', "bracketright": ']', "asterisk": '*', "underscore": '_',
 	"shift_l": ksShiftL, "shift_r": 0xffe2, "control_l": ksControlL, "control_r": 0xffe4,

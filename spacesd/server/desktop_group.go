@@ -165,7 +165,9 @@ func (g *desktopGroup) key(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *desktopGroup) typeText(w http.ResponseWriter, r *http.Request) {
-	inputRoute(w, r, func(ctx context.Context, req api.TypeRequest) (api.InputResult, error) { return g.d.Type(ctx, req.Text) })
+	inputRoute(w, r, func(ctx context.Context, req api.TypeRequest) (api.InputResult, error) {
+		return g.d.Type(ctx, req.Text)
+	})
 }
 
 // inputRoute decodes an input body, runs it and answers what was delivered.
