@@ -110,13 +110,16 @@ const (
 // ring no longer holds an offset, a "gap" event says where the data resumes
 // (Offset) and how many bytes were lost (Lost), so loss is never silent.
 type StreamEvent struct {
-	Type   string `json:"type"` // "output", "gap", "exit"
+	Type   string `json:"type"` // "output", "gap", "exit", "error"
 	Stream Stream `json:"stream,omitempty"`
 	Offset int64  `json:"offset"`
 	Data   []byte `json:"data,omitempty"`
 	Lost   int64  `json:"lost,omitempty"`
 	// Exit is set on "exit".
 	Exit *ProcessInfo `json:"exit,omitempty"`
+	// Error is set on "error": a StreamInput the daemon could not apply
+	// (bad message, stdin of an exited process, ...). The stream goes on.
+	Error *Error `json:"error,omitempty"`
 }
 
 // StreamInput is one WebSocket message a client may send on the stream.
