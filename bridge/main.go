@@ -1,0 +1,190 @@
+// Command cua-bridge aggregates many Spaces into one MCP tool surface
+// (stdio: cua-bridge mcp; streamable HTTP: cua-bridge serve) and a human CLI
+// (space, exec, shell, cp, view, screenshot). This file holds flags and
+// subcommand dispatch only.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/trycua/cua-spacesd/bridge/cli"
+	"github.com/trycua/cua-spacesd/bridge/mcp"
+	"github.com/trycua/cua-spacesd/bridge/registry"
+	"github.com/trycua/cua-spacesd/bridge/tools"
+)
+
+var version = "dev"
+
+// tokenFileName is where serve keeps its generated token under $CUA_HOME.
+const tokenFileName = "bridge.token"
+
+const usage = `usage: cua-bridge <command> [flags]
+
+MCP server:
+  mcp                               serve MCP over stdio
+  serve [--listen ADDR] [--token-file FILE]
+                                    serve MCP over streamable HTTP at /mcp (default 127.0.0.1:3210)
+Human CLI:
+  space add|ls|rm ...               manage registered Spaces
+  exec SPACE -- CMD...              run a command, exit code passed through
+  shell SPACE                       interactive terminal in a Space
+  cp SRC DST                        copy files (SPACE:/path on either side)
+  view SPACE                        print the Space's viewer URL
+  screenshot SPACE FILE             save a screenshot
+  version                           print the version
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "mcp":
+		return runMCP(ctx, rest, stdin, stdout, stderr)
+	case "serve":
+		return runServe(ctx, rest, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "cua-bridge", version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	case "space", "exec", "shell", "cp", "view", "screenshot":
+		return cli.Main(ctx, cmd, rest, stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "cua-bridge: unknown command %q\n\n%s", cmd, usage)
+	return 2
+}
+
+// newBridge opens the registry and builds the MCP server. Logs go to stderr
+// as JSON: stdout belongs to the stdio transport.
+func newBridge(home string, stderr io.Writer) (*mcp.Bridge, *registry.Registry, *slog.Logger, error) {
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	reg, err := registry.Open(home)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	b, err := mcp.New(mcp.Config{Deps: tools.NewDeps(reg, log), Logger: log, Version: version})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return b, reg, log, nil
+}
+
+func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("mcp", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	home := fl.String("home", "", "registry directory (default $CUA_HOME or ~/.cua)")
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	b, _, _, err := newBridge(*home, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "cua-bridge mcp:", err)
+		return 1
+	}
+	if err := b.RunStdio(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "cua-bridge mcp:", err)
+		return 1
+	}
+	return 0
+}
+
+func runServe(ctx context.Context, args []string, stderr io.Writer) int {
+	fl := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	listen := fl.String("listen", mcp.DefaultListen, "address to serve MCP on")
+	tokenFile := fl.String("token-file", "", "file holding the bearer token (default: generated once under $CUA_HOME/"+tokenFileName+")")
+	home := fl.String("home", "", "registry directory (default $CUA_HOME or ~/.cua)")
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	b, reg, log, err := newBridge(*home, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "cua-bridge serve:", err)
+		return 1
+	}
+	tf := *tokenFile
+	if tf == "" {
+		tf = filepath.Join(reg.Dir(), tokenFileName)
+	}
+	token, err := loadOrCreateToken(tf, *tokenFile == "")
+	if err != nil {
+		fmt.Fprintln(stderr, "cua-bridge serve:", err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintln(stderr, "cua-bridge serve:", err)
+		return 1
+	}
+	h := b.HTTPHandler(mcp.HTTPOptions{Token: token, Loopback: mcp.IsLoopbackAddr(ln.Addr().String())})
+	// The token itself is never logged: only where to read it.
+	log.Info("serving MCP", "url", "http://"+ln.Addr().String()+mcp.MCPPath, "token_file", tf)
+	if err := mcp.Serve(ctx, ln, h, log); err != nil {
+		fmt.Fprintln(stderr, "cua-bridge serve:", err)
+		return 1
+	}
+	return 0
+}
+
+// loadOrCreateToken reads the bearer token from path; when create is set and
+// the file does not exist, it writes a fresh random token there (0600).
+func loadOrCreateToken(path string, create bool) (string, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		tok := strings.TrimSpace(string(b))
+		if tok == "" {
+			return "", fmt.Errorf("token file %s is empty", path)
+		}
+		return tok, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) || !create {
+		return "", fmt.Errorf("read token file: %w", err)
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", err
+	}
+	tok := hex.EncodeToString(raw)
+	// O_EXCL: a second bridge starting at the same time keeps the first token.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return loadOrCreateToken(path, false)
+	}
+	if err != nil {
+		return "", fmt.Errorf("create token file: %w", err)
+	}
+	if _, err := f.WriteString(tok + "\n"); err != nil {
+		f.Close()
+		return "", err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return "", err
+	}
+	return tok, f.Close()
+}

@@ -1,0 +1,238 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// MaxMessageBytes bounds one JSON-RPC message on either transport. Bulk data
+// never travels inside MCP messages (upload/download name local paths), so
+// a bigger message is a mistake or an attack.
+const MaxMessageBytes = 1 << 20
+
+// JSON-RPC error codes the gate answers with.
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+)
+
+// methods are the request methods the bridge serves; any other request is
+// answered -32601 before it reaches the SDK. Notifications pass: JSON-RPC
+// forbids answering them, and the SDK ignores the ones it does not know.
+var methods = map[string]bool{
+	"initialize":       true,
+	"ping":             true,
+	"tools/list":       true,
+	"tools/call":       true,
+	"logging/setLevel": true,
+}
+
+// Gate validates every incoming JSON-RPC message in front of both transports,
+// so that the error codes are the same on stdio and HTTP and do not depend on
+// the SDK's own choices (it answers an unknown tool with -32602, for one).
+type Gate struct {
+	tools map[string]*jsonschema.Resolved
+}
+
+// NewGate builds a gate for the given tool input schemas.
+func NewGate(schemas map[string]*jsonschema.Schema) (*Gate, error) {
+	g := &Gate{tools: map[string]*jsonschema.Resolved{}}
+	for name, s := range schemas {
+		r, err := s.Resolve(nil)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: input schema: %w", name, err)
+		}
+		g.tools[name] = r
+	}
+	return g, nil
+}
+
+// Violation is a message the gate refused, with the JSON-RPC error to answer.
+type Violation struct {
+	Code    int
+	Message string
+	// ID is the request's id (raw JSON), or nil when unknown.
+	ID json.RawMessage
+	// Notification: the message had no id; over stdio nothing is answered.
+	Notification bool
+}
+
+// HTTPStatus is the status an HTTP answer carrying v travels with.
+func (v *Violation) HTTPStatus() int {
+	switch v.Code {
+	case CodeParseError, CodeInvalidRequest:
+		return http.StatusBadRequest
+	}
+	// A valid request whose method or params are wrong is answered like any
+	// JSON-RPC response.
+	return http.StatusOK
+}
+
+// Response is the JSON-RPC error response for v.
+func (v *Violation) Response() []byte {
+	id := v.ID
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{v.Code, v.Message}})
+	return b
+}
+
+// Check validates one message. needSession says the transport has no session
+// for it (HTTP without Mcp-Session-Id): then only initialize may pass.
+func (g *Gate) Check(msg []byte, needSession bool) *Violation {
+	if len(msg) > MaxMessageBytes {
+		return &Violation{Code: CodeInvalidRequest, Message: fmt.Sprintf("message of %d bytes is over the %d byte limit", len(msg), MaxMessageBytes)}
+	}
+	trimmed := bytes.TrimSpace(msg)
+	if !json.Valid(trimmed) {
+		return &Violation{Code: CodeParseError, Message: "parse error: the message is not valid JSON"}
+	}
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		return &Violation{Code: CodeInvalidRequest, Message: "batch arrays are not supported: send one message at a time"}
+	}
+	if trimmed[0] != '{' {
+		return &Violation{Code: CodeInvalidRequest, Message: "a JSON-RPC message must be an object"}
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &m); err != nil {
+		return &Violation{Code: CodeInvalidRequest, Message: "a JSON-RPC message must be an object"}
+	}
+	rawID, hasID := m["id"]
+	v := &Violation{ID: nil}
+	if hasID {
+		if !validID(rawID) {
+			v.Code, v.Message = CodeInvalidRequest, "id must be a string or a number"
+			return v
+		}
+		v.ID = rawID
+	}
+	if string(m["jsonrpc"]) != `"2.0"` {
+		v.Code, v.Message = CodeInvalidRequest, `jsonrpc must be "2.0"`
+		return v
+	}
+	rawMethod, hasMethod := m["method"]
+	if !hasMethod {
+		_, hasResult := m["result"]
+		_, hasError := m["error"]
+		if hasID && (hasResult != hasError) {
+			return nil // a response to a server request (e.g. ping)
+		}
+		v.Code, v.Message = CodeInvalidRequest, "a request needs a method"
+		return v
+	}
+	var method string
+	if err := json.Unmarshal(rawMethod, &method); err != nil || method == "" {
+		v.Code, v.Message = CodeInvalidRequest, "method must be a non-empty string"
+		return v
+	}
+	if needSession && method != "initialize" {
+		v.Code, v.Message = CodeInvalidRequest, fmt.Sprintf("%s needs the Mcp-Session-Id header the server minted at initialize", method)
+		v.Notification = !hasID
+		return v
+	}
+	params, hasParams := m["params"]
+	if hasParams && !isNull(params) && !isObject(params) {
+		v.Code, v.Message = CodeInvalidParams, "params must be an object"
+		v.Notification = !hasID
+		if !hasID {
+			// A malformed notification is still invalid, but never answered on stdio.
+			v.Code = CodeInvalidRequest
+		}
+		return v
+	}
+	if !hasID {
+		return nil // notification
+	}
+	if !methods[method] {
+		v.Code, v.Message = CodeMethodNotFound, fmt.Sprintf("method not found: %q", method)
+		return v
+	}
+	switch method {
+	case "initialize":
+		if !isObject(params) {
+			v.Code, v.Message = CodeInvalidParams, "initialize needs params {protocolVersion, capabilities, clientInfo}"
+			return v
+		}
+	case "tools/call":
+		return g.checkCall(params, v)
+	}
+	return nil
+}
+
+func (g *Gate) checkCall(params json.RawMessage, v *Violation) *Violation {
+	var p struct {
+		Name      *json.RawMessage `json:"name"`
+		Arguments json.RawMessage  `json:"arguments"`
+	}
+	if !isObject(params) || json.Unmarshal(params, &p) != nil || p.Name == nil {
+		v.Code, v.Message = CodeInvalidParams, "tools/call needs params {name, arguments}"
+		return v
+	}
+	var name string
+	if err := json.Unmarshal(*p.Name, &name); err != nil {
+		v.Code, v.Message = CodeInvalidParams, "tools/call: name must be a string"
+		return v
+	}
+	schema, ok := g.tools[name]
+	if !ok {
+		v.Code, v.Message = CodeMethodNotFound, fmt.Sprintf("unknown tool %q: tools/list names the tools", name)
+		return v
+	}
+	var args any = map[string]any{}
+	if len(p.Arguments) > 0 && !isNull(p.Arguments) {
+		if !isObject(p.Arguments) {
+			v.Code, v.Message = CodeInvalidParams, fmt.Sprintf("tools/call %s: arguments must be an object", name)
+			return v
+		}
+		if err := json.Unmarshal(p.Arguments, &args); err != nil {
+			v.Code, v.Message = CodeInvalidParams, fmt.Sprintf("tools/call %s: arguments: %v", name, err)
+			return v
+		}
+	}
+	if err := schema.Validate(args); err != nil {
+		v.Code, v.Message = CodeInvalidParams, fmt.Sprintf("tools/call %s: arguments do not match the input schema: %v", name, err)
+		return v
+	}
+	return nil
+}
+
+func validID(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 {
+		return false
+	}
+	switch t[0] {
+	case '"':
+		return true
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return true
+	}
+	return false
+}
+
+func isObject(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && t[0] == '{'
+}
+
+func isNull(raw json.RawMessage) bool {
+	return strings.TrimSpace(string(raw)) == "null"
+}

@@ -1,0 +1,322 @@
+package tools
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/trycua/cua-spacesd/spacesd/api"
+)
+
+const (
+	// downloadListDepth bounds how deep a folder download descends.
+	downloadListDepth = 64
+	// maxUniqueTries bounds the "name (N).ext" search.
+	maxUniqueTries = 10000
+	// copyBufBytes is the buffer of one download's copy loop.
+	copyBufBytes = 1 << 20
+)
+
+// sha256Script prints a file's sha256 in the Space ("$1" is the path, never
+// interpolated into the script): GNU coreutils first, then macOS's shasum.
+const sha256Script = `sha256sum -- "$1" 2>/dev/null || shasum -a 256 -- "$1"`
+
+func downloadTool() *Tool {
+	return &Tool{
+		Name: "download",
+		Description: "Copy a file or folder from a Space to the bridge's machine. Never overwrites: an existing name becomes \"name (1).ext\". " +
+			"Each file's sha256 is checked against the Space's, and it lands atomically (temp file, fsync, link). " +
+			"Progress notifications are sent when the call carries a progressToken. If dest is an existing directory the source goes inside it.",
+		Schema: object([]string{"space", "path", "dest"}, map[string]*jsonschema.Schema{
+			"space": spaceArg(),
+			"path":  nonEmpty("Absolute source path (file or folder) in the Space."),
+			"dest":  nonEmpty("Local destination path on the bridge's machine."),
+		}),
+		TakesSpace: true,
+		Requires:   []api.Feature{api.FeatureFiles},
+		Errors:     []api.Kind{api.KindTransferFailed, api.KindIO, api.KindNotFound},
+		Result:     "JSON {source, dest, kind, files, bytes, sha256, verified}",
+		Run: func(ctx context.Context, c *Call) (*Result, error) {
+			var a struct{ Path, Dest string }
+			if err := decode(c, "download", &a); err != nil {
+				return nil, err
+			}
+			src := path.Clean(a.Path)
+			st, err := c.Space.Client.Stat(ctx, src)
+			if err != nil {
+				return nil, err
+			}
+			dest, err := filepath.Abs(a.Dest)
+			if err != nil {
+				return nil, api.Errorf(api.KindIO, "download: dest %s: %w", a.Dest, err)
+			}
+			if fi, err := os.Stat(dest); err == nil && fi.IsDir() {
+				dest = filepath.Join(dest, path.Base(src))
+			}
+			d := &downloader{c: c}
+			res := TransferResult{Source: src, Verified: true}
+			switch st.Type {
+			case api.TypeFile:
+				d.total = st.Size
+				res.Kind, res.Files, res.Bytes = "file", 1, st.Size
+				final, sum, verified, err := d.file(ctx, src, dest, st.Size, true)
+				if err != nil {
+					return nil, err
+				}
+				res.Dest, res.SHA256, res.Verified = final, sum, verified
+			case api.TypeDir:
+				res.Kind = "folder"
+				if err := d.folder(ctx, src, dest, &res); err != nil {
+					return nil, err
+				}
+			default:
+				return nil, api.Errorf(api.KindInvalidArgument, "download: %s is a %s, not a file or folder", src, st.Type)
+			}
+			return &Result{Text: res.text("downloaded"), Structured: res}, nil
+		},
+	}
+}
+
+type downloader struct {
+	c     *Call
+	total int64
+	done  int64
+}
+
+// folder downloads a directory into a temp directory next to dest, then
+// renames it into place under a name that does not exist yet.
+func (d *downloader) folder(ctx context.Context, src, dest string, res *TransferResult) error {
+	list, err := d.c.Space.Client.List(ctx, src, downloadListDepth, true)
+	if err != nil {
+		return err
+	}
+	if list.Truncated {
+		return api.Errorf(api.KindTransferFailed, "download %s: the folder has more entries than the Space lists at once; download its subfolders one by one", src)
+	}
+	parent := filepath.Dir(dest)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return api.Errorf(api.KindIO, "download: create %s: %w", parent, err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dest)+".cua-part-*")
+	if err != nil {
+		return api.Errorf(api.KindIO, "download: temp folder in %s: %w", parent, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(tmp)
+		}
+	}()
+	type item struct {
+		rel  string
+		size int64
+	}
+	var files []item
+	for _, e := range list.Entries {
+		rel := strings.TrimPrefix(strings.TrimPrefix(e.Path, src), "/")
+		if rel == "" || strings.HasPrefix(rel, "../") || path.IsAbs(rel) {
+			continue
+		}
+		switch e.Type {
+		case api.TypeDir:
+			if err := os.MkdirAll(filepath.Join(tmp, filepath.FromSlash(rel)), 0o755); err != nil {
+				return api.Errorf(api.KindIO, "download: mkdir %s: %w", rel, err)
+			}
+		case api.TypeFile:
+			files = append(files, item{rel, e.Size})
+			d.total += e.Size
+		}
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].rel < files[j].rel })
+	var manifest strings.Builder
+	for _, f := range files {
+		local := filepath.Join(tmp, filepath.FromSlash(f.rel))
+		if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
+			return api.Errorf(api.KindIO, "download: mkdir %s: %w", filepath.Dir(local), err)
+		}
+		_, sum, verified, err := d.file(ctx, path.Join(src, f.rel), local, f.size, false)
+		if err != nil {
+			return err
+		}
+		res.Verified = res.Verified && verified
+		fmt.Fprintf(&manifest, "%s  %s\n", sum, f.rel)
+		res.Files++
+		res.Bytes += f.size
+	}
+	final, err := renameUnique(tmp, dest)
+	if err != nil {
+		return err
+	}
+	ok = true
+	res.Dest = final
+	res.SHA256 = sha256Hex([]byte(manifest.String()))
+	return nil
+}
+
+// file downloads one file to dest (or, with unique, to the first free
+// "name (N).ext"), verifies it and returns where it landed.
+func (d *downloader) file(ctx context.Context, src, dest string, size int64, unique bool) (string, string, bool, error) {
+	dir := filepath.Dir(dest)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", false, api.Errorf(api.KindIO, "download: create %s: %w", dir, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(dest)+".cua-part-*")
+	if err != nil {
+		return "", "", false, api.Errorf(api.KindIO, "download: temp file in %s: %w", dir, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	resp, err := d.c.Space.Client.Do(ctx, http.MethodGet, api.PathFileContent, url.Values{"path": {src}}, nil, "")
+	if err != nil {
+		return "", "", false, err
+	}
+	defer resp.Body.Close()
+	h := sha256.New()
+	w := bufio.NewWriterSize(io.MultiWriter(tmp, h), copyBufBytes)
+	n, err := d.copy(w, resp.Body, src)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", "", false, api.Errorf(api.KindCancelled, "download %s cancelled", src)
+		}
+		return "", "", false, api.Errorf(api.KindTransferFailed, "download %s: %v after %d bytes; nothing was kept", src, err, n)
+	}
+	if n != size {
+		return "", "", false, api.Errorf(api.KindTransferFailed, "download %s: got %d bytes, the Space listed %d (did it change meanwhile?); nothing was kept", src, n, size)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	spaceSum, err := d.spaceSHA256(ctx, resp, src)
+	if err != nil {
+		return "", "", false, err
+	}
+	verified := spaceSum != ""
+	if verified && !strings.EqualFold(spaceSum, sum) {
+		return "", "", false, api.Errorf(api.KindTransferFailed, "download %s: sha256 mismatch (got %s, the Space has %s); nothing was kept", src, sum, spaceSum)
+	}
+	if err := tmp.Sync(); err != nil {
+		return "", "", false, api.Errorf(api.KindIO, "download: fsync %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", "", false, api.Errorf(api.KindIO, "download: close %s: %w", tmp.Name(), err)
+	}
+	final := dest
+	if unique {
+		if final, err = linkUnique(tmp.Name(), dest); err != nil {
+			return "", "", false, err
+		}
+		os.Remove(tmp.Name())
+	} else if err := os.Rename(tmp.Name(), dest); err != nil {
+		return "", "", false, api.Errorf(api.KindIO, "download: rename to %s: %w", dest, err)
+	}
+	ok = true
+	return final, sum, verified, nil
+}
+
+func (d *downloader) copy(w io.Writer, r io.Reader, name string) (int64, error) {
+	buf := make([]byte, copyBufBytes)
+	var n int64
+	for {
+		k, rerr := r.Read(buf)
+		if k > 0 {
+			if _, err := w.Write(buf[:k]); err != nil {
+				return n, fmt.Errorf("write local file: %w", err)
+			}
+			n += int64(k)
+			d.done += int64(k)
+			d.c.Progress(float64(d.done), float64(d.total), "download "+name)
+		}
+		if rerr == io.EOF {
+			return n, nil
+		}
+		if rerr != nil {
+			return n, rerr
+		}
+	}
+}
+
+// spaceSHA256 asks the Space for the file's sha256: from the answer's header
+// when the daemon sends one, else by running sha256sum there. "" means the
+// Space cannot tell (no shell): the size check is then all there is.
+func (d *downloader) spaceSHA256(ctx context.Context, resp *http.Response, src string) (string, error) {
+	if s := resp.Header.Get(api.HeaderSHA256); len(s) == 64 {
+		return s, nil
+	}
+	if ok, _ := d.c.Space.Caps.Supports(api.FeatureShell); !ok {
+		return "", nil
+	}
+	res, err := d.c.Space.Client.Exec(ctx, api.ExecRequest{Command: api.Command{Argv: []string{"/bin/sh", "-c", sha256Script, "sh", src}}})
+	if err != nil {
+		return "", err
+	}
+	f := strings.Fields(res.Stdout)
+	if res.ExitCode != 0 || len(f) == 0 || len(f[0]) != 64 {
+		return "", nil
+	}
+	return f[0], nil
+}
+
+// uniqueName returns the i-th candidate for p: p itself, then "name (i).ext".
+func uniqueName(p string, i int) string {
+	if i == 0 {
+		return p
+	}
+	dir, base := filepath.Split(p)
+	ext := filepath.Ext(base)
+	stem := strings.TrimSuffix(base, ext)
+	if stem == "" { // ".bashrc": the dot is the name, not an extension
+		stem, ext = base, ""
+	}
+	return filepath.Join(dir, fmt.Sprintf("%s (%d)%s", stem, i, ext))
+}
+
+// linkUnique hard-links tmp to the first free candidate name: link fails if
+// the name exists, so even a file created meanwhile is never overwritten.
+func linkUnique(tmp, dest string) (string, error) {
+	for i := 0; i < maxUniqueTries; i++ {
+		cand := uniqueName(dest, i)
+		err := os.Link(tmp, cand)
+		if err == nil {
+			return cand, nil
+		}
+		if !os.IsExist(err) {
+			return "", api.Errorf(api.KindIO, "download: place %s: %w", cand, err)
+		}
+	}
+	return "", api.Errorf(api.KindIO, "download: no free name for %s after %d tries", dest, maxUniqueTries)
+}
+
+// renameUnique renames a finished temp folder to the first name not taken.
+func renameUnique(tmp, dest string) (string, error) {
+	for i := 0; i < maxUniqueTries; i++ {
+		cand := uniqueName(dest, i)
+		if _, err := os.Lstat(cand); err == nil {
+			continue
+		} else if !isNotExist(err) {
+			return "", api.Errorf(api.KindIO, "download: check %s: %w", cand, err)
+		}
+		if err := os.Rename(tmp, cand); err != nil {
+			return "", api.Errorf(api.KindIO, "download: place %s: %w", cand, err)
+		}
+		return cand, nil
+	}
+	return "", api.Errorf(api.KindIO, "download: no free name for %s after %d tries", dest, maxUniqueTries)
+}

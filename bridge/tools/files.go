@@ -1,0 +1,181 @@
+package tools
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/trycua/cua-spacesd/spacesd/api"
+)
+
+// Bounds of the small-file tools; bigger files go through upload/download.
+const (
+	// maxReadBytes caps what space_read puts into one answer: an LLM
+	// context cannot use more, and download exists for whole files.
+	maxReadBytes = 1 << 20
+	// maxWriteBytes caps space_write's content for the same reason.
+	maxWriteBytes = 16 << 20
+	maxListDepth  = 16
+)
+
+func spaceReadTool() *Tool {
+	return &Tool{
+		Name: "space_read",
+		Description: fmt.Sprintf("Read a file in a Space (at most %d bytes per call; use offset/length to page, download for whole files). "+
+			"Text comes back as is; binary content as base64 with a note.", maxReadBytes),
+		Schema: object([]string{"space", "path"}, map[string]*jsonschema.Schema{
+			"space":  spaceArg(),
+			"path":   nonEmpty("Absolute path of the file in the Space."),
+			"offset": integer("Byte offset to start at.", 0, 0, 0),
+			"length": integer(fmt.Sprintf("Bytes to read (default and maximum %d).", maxReadBytes), 0, maxReadBytes, nil),
+		}),
+		TakesSpace: true,
+		Requires:   []api.Feature{api.FeatureFiles},
+		Errors:     []api.Kind{api.KindNotFound, api.KindIO},
+		Result:     "text (or base64 with a note for binary); structured {path, size, offset, bytes, encoding, truncated}",
+		Run: func(ctx context.Context, c *Call) (*Result, error) {
+			var a struct {
+				Path   string
+				Offset int64
+				Length *int64
+			}
+			if err := decode(c, "space_read", &a); err != nil {
+				return nil, err
+			}
+			length := int64(maxReadBytes)
+			if a.Length != nil {
+				length = *a.Length
+			}
+			body, size, err := c.Space.Client.Read(ctx, a.Path, a.Offset, length)
+			if err != nil {
+				return nil, err
+			}
+			defer body.Close()
+			data, err := io.ReadAll(io.LimitReader(body, length))
+			if err != nil {
+				return nil, api.Errorf(api.KindEnv, "space_read %s: %w", a.Path, err)
+			}
+			truncated := a.Offset+int64(len(data)) < size
+			st := map[string]any{"path": a.Path, "size": size, "offset": a.Offset, "bytes": len(data), "encoding": "utf-8", "truncated": truncated}
+			text := string(data)
+			if !utf8.Valid(data) {
+				st["encoding"] = "base64"
+				text = fmt.Sprintf("[binary content, %d bytes from offset %d of %d, base64]\n%s", len(data), a.Offset, size, base64.StdEncoding.EncodeToString(data))
+			} else if truncated && a.Length == nil {
+				text += fmt.Sprintf("\n[truncated: %d of %d bytes shown; pass offset=%d to read on]", len(data), size, a.Offset+int64(len(data)))
+			}
+			return &Result{Text: text, Structured: st}, nil
+		},
+	}
+}
+
+func spaceWriteTool() *Tool {
+	return &Tool{
+		Name: "space_write",
+		Description: "Write a file in a Space atomically (the old file or the new one, never a mix) and verify its sha256 in the Space. " +
+			"Content is text unless encoding is base64.",
+		Schema: object([]string{"space", "path", "content"}, map[string]*jsonschema.Schema{
+			"space":    spaceArg(),
+			"path":     nonEmpty("Absolute path of the file in the Space."),
+			"content":  str("The file's new content."),
+			"encoding": enum("How content is encoded.", "utf-8", "utf-8", "base64"),
+			"mode":     str("Octal permission bits, e.g. \"0644\"; default the old file's or 0644."),
+		}),
+		TakesSpace: true,
+		Requires:   []api.Feature{api.FeatureFiles},
+		Errors:     []api.Kind{api.KindTransferFailed, api.KindNotFound, api.KindIO},
+		Result:     "wrote <path> (<n> bytes, sha256 <hex> verified in Space); structured {path, bytes, sha256, verified}",
+		Run: func(ctx context.Context, c *Call) (*Result, error) {
+			var a struct{ Path, Content, Encoding, Mode string }
+			if err := decode(c, "space_write", &a); err != nil {
+				return nil, err
+			}
+			data := []byte(a.Content)
+			if a.Encoding == "base64" {
+				var err error
+				if data, err = base64.StdEncoding.DecodeString(a.Content); err != nil {
+					return nil, api.Errorf(api.KindInvalidArgument, "space_write: content is not base64: %v", err)
+				}
+			}
+			if len(data) > maxWriteBytes {
+				return nil, api.Errorf(api.KindInvalidArgument, "space_write: %d bytes is over %d; use upload for big files", len(data), maxWriteBytes)
+			}
+			sum := sha256.Sum256(data)
+			want := hex.EncodeToString(sum[:])
+			res, err := c.Space.Client.Write(ctx, a.Path, strings.NewReader(string(data)), int64(len(data)), a.Mode)
+			if err != nil {
+				return nil, err
+			}
+			if !strings.EqualFold(res.SHA256, want) || res.Size != int64(len(data)) {
+				return nil, api.Errorf(api.KindTransferFailed, "space_write %s: the Space stored %d bytes with sha256 %s, want %d bytes with %s",
+					a.Path, res.Size, res.SHA256, len(data), want)
+			}
+			return &Result{
+				Text:       fmt.Sprintf("wrote %s (%d bytes, sha256 %s verified in Space)", res.Path, res.Size, res.SHA256),
+				Structured: map[string]any{"path": res.Path, "bytes": res.Size, "sha256": res.SHA256, "verified": true},
+			}, nil
+		},
+	}
+}
+
+func spaceLsTool() *Tool {
+	return &Tool{
+		Name:        "space_ls",
+		Description: "List a directory in a Space to a depth (1 = its own entries), with name, type, size, mode and modification time.",
+		Schema: object([]string{"space", "path"}, map[string]*jsonschema.Schema{
+			"space":  spaceArg(),
+			"path":   nonEmpty("Absolute path of the directory in the Space."),
+			"depth":  integer("Levels to descend (1 = the directory's own entries).", 1, maxListDepth, 1),
+			"hidden": boolean("Include dot files.", false),
+		}),
+		TakesSpace: true,
+		Requires:   []api.Feature{api.FeatureFiles},
+		Errors:     []api.Kind{api.KindNotFound, api.KindIO},
+		Result:     "one line per entry; structured {path, entries: [{name, path, type, size, mode, modified}], truncated}",
+		Run: func(ctx context.Context, c *Call) (*Result, error) {
+			var a struct {
+				Path   string
+				Depth  int
+				Hidden bool
+			}
+			if err := decode(c, "space_ls", &a); err != nil {
+				return nil, err
+			}
+			if a.Depth == 0 {
+				a.Depth = 1
+			}
+			res, err := c.Space.Client.List(ctx, a.Path, a.Depth, a.Hidden)
+			if err != nil {
+				return nil, err
+			}
+			if res.Entries == nil {
+				res.Entries = []api.FileInfo{}
+			}
+			var b strings.Builder
+			for _, e := range res.Entries {
+				name := e.Path
+				if name == "" {
+					name = e.Name
+				}
+				if e.Type == api.TypeDir {
+					name += "/"
+				}
+				fmt.Fprintf(&b, "%-7s %12d %s %s %s\n", e.Type, e.Size, e.Mode, e.Modified.UTC().Format("2006-01-02T15:04:05Z"), name)
+			}
+			if res.Truncated {
+				b.WriteString("[listing truncated at the daemon's entry limit]\n")
+			}
+			if len(res.Entries) == 0 {
+				b.WriteString("(empty)")
+			}
+			return &Result{Text: strings.TrimRight(b.String(), "\n"), Structured: res}, nil
+		},
+	}
+}
