@@ -43,6 +43,7 @@ type Watcher struct {
 	mu         sync.Mutex
 	queue      []api.WatchEvent
 	overflowed bool
+	dropped    int64
 	dirs       int
 	ready      chan struct{} // has a value when the queue changed
 
@@ -192,8 +193,10 @@ func (w *Watcher) push(ev api.WatchEvent) {
 	w.mu.Lock()
 	switch {
 	case w.overflowed:
+		w.dropped++
 	case len(w.queue) >= w.queueLen:
 		w.overflowed = true
+		w.dropped++
 	default:
 		w.queue = append(w.queue, ev)
 	}
@@ -206,6 +209,13 @@ func (w *Watcher) signal() {
 	case w.ready <- struct{}{}:
 	default:
 	}
+}
+
+// Dropped counts the events dropped because the client did not keep up.
+func (w *Watcher) Dropped() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.dropped
 }
 
 // Next returns the next event, waiting until one comes or ctx ends. After
