@@ -115,23 +115,52 @@ func StartVirtual(ctx context.Context, opts VirtualOptions) (*Virtual, error) {
 	return v, nil
 }
 
-// waitForWM waits until an EWMH window manager announces itself.
+// waitForWM waits until the window manager manages windows. Openbox
+// announces itself (_NET_SUPPORTING_WM_CHECK) before it handles map
+// requests, and drops the ones that come in between; so readiness is a probe
+// window that shows up in _NET_CLIENT_LIST, mapped again until it does.
 func waitForWM(ctx context.Context, display string) error {
 	c, err := xgb.NewConnDisplay(display)
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", display, err)
 	}
 	defer c.Close()
-	root := xproto.Setup(c).DefaultScreen(c).Root
-	a, err := xproto.InternAtom(c, false, uint16(len("_NET_SUPPORTING_WM_CHECK")), "_NET_SUPPORTING_WM_CHECK").Reply()
+	screen := xproto.Setup(c).DefaultScreen(c)
+	name := "_NET_CLIENT_LIST"
+	a, err := xproto.InternAtom(c, false, uint16(len(name)), name).Reply()
 	if err != nil {
 		return err
 	}
+	id, err := c.NewId()
+	if err != nil {
+		return err
+	}
+	probe := xproto.Window(id)
+	if err := xproto.CreateWindowChecked(c, 0, probe, screen.Root, 0, 0, 1, 1, 0,
+		xproto.WindowClassInputOutput, 0, 0, nil).Check(); err != nil {
+		return fmt.Errorf("create the probe window: %w", err)
+	}
+	defer xproto.DestroyWindow(c, probe)
+	managed := func() bool {
+		r, err := xproto.GetProperty(c, false, screen.Root, a.Atom, xproto.AtomWindow, 0, 1<<16).Reply()
+		if err != nil || r.Format != 32 {
+			return false
+		}
+		for i := 0; i+4 <= len(r.Value); i += 4 {
+			if xproto.Window(uint32(r.Value[i])|uint32(r.Value[i+1])<<8|uint32(r.Value[i+2])<<16|uint32(r.Value[i+3])<<24) == probe {
+				return true
+			}
+		}
+		return false
+	}
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
-	for {
-		r, err := xproto.GetProperty(c, false, root, a.Atom, xproto.AtomWindow, 0, 1).Reply()
-		if err == nil && r.ValueLen > 0 {
+	for n := 0; ; n++ {
+		if n%15 == 0 { // (re)map every 300 ms until the WM takes it
+			xproto.UnmapWindow(c, probe)
+			xproto.MapWindow(c, probe)
+		}
+		if managed() {
 			return nil
 		}
 		select {

@@ -1,0 +1,390 @@
+package desktop_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"image"
+	"image/jpeg"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jezek/xgb/xproto"
+
+	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
+	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
+)
+
+// eventTimeout bounds waits for effects on the display (a generous bound
+// for a loaded CI machine, not a performance assertion).
+const eventTimeout = 20 * time.Second
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(eventTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not happen within %s", what, eventTimeout)
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval of the eventually loop
+	}
+}
+
+func randomWord(t *testing.T) string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "cua" + hex.EncodeToString(b)
+}
+
+// desktopDaemon starts a display and a daemon on it.
+func desktopDaemon(t *testing.T) (string, *api.Client) {
+	t.Helper()
+	display := desktoptest.Start(t, desktoptest.Options{})
+	d := spacesdtest.Start(t, spacesdtest.Options{Display: display})
+	// Connect the daemon before any test X client: xgb registers extension
+	// event decoders in package-level maps when a connection starts, which
+	// races with another connection's reader in the same process.
+	if _, err := d.Client.Capabilities(t.Context()); err != nil {
+		t.Fatalf("capabilities: %v", err)
+	}
+	return display, d.Client
+}
+
+func requireTool(t *testing.T, tool string) {
+	t.Helper()
+	desktoptest.Require(t, tool)
+}
+
+// launchXterm starts an xterm running command and waits for its window.
+func launchXterm(t *testing.T, c *api.Client, command string) api.Window {
+	t.Helper()
+	requireTool(t, "xterm")
+	ctx := t.Context()
+	res, err := c.LaunchApp(ctx, api.LaunchRequest{
+		Argv:          []string{"xterm", "-u8", "-e", "/bin/sh", "-c", command},
+		Env:           map[string]string{"LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"},
+		WaitForWindow: true,
+	})
+	if err != nil {
+		t.Fatalf("launch xterm: %v", err)
+	}
+	t.Cleanup(func() { _ = exec.Command("kill", "-TERM", "-"+strconv.Itoa(res.PID)).Run() })
+	if res.Window == nil || res.Window.PID != res.PID {
+		t.Fatalf("launch answered window %+v for pid %d", res.Window, res.PID)
+	}
+	if _, err := c.ActivateWindow(ctx, res.Window.WindowID); err != nil {
+		t.Fatalf("activate xterm: %v", err)
+	}
+	return *res.Window
+}
+
+func TestXtermTypeAndReturn(t *testing.T) {
+	_, c := desktopDaemon(t)
+	ctx := t.Context()
+	out := filepath.Join(t.TempDir(), "f")
+	win := launchXterm(t, c, "exec /bin/sh")
+
+	list, err := c.Windows(ctx, "xterm")
+	if err != nil {
+		t.Fatalf("windows: %v", err)
+	}
+	found := false
+	for _, w := range list {
+		if w.WindowID == win.WindowID {
+			found = true
+			if w.PID != win.PID || w.AppName != "XTerm" || !w.OnScreen || w.Bounds.Width == 0 {
+				t.Errorf("xterm listed as %+v", w)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("xterm window %d not in the list %+v", win.WindowID, list)
+	}
+
+	word := randomWord(t)
+	if _, err := c.Type(ctx, "echo "+word+" > "+out); err != nil {
+		t.Fatalf("type: %v", err)
+	}
+	if _, err := c.Key(ctx, "Return"); err != nil {
+		t.Fatalf("key: %v", err)
+	}
+	eventually(t, "the shell writing "+out, func() bool {
+		b, _ := os.ReadFile(out)
+		return strings.TrimSpace(string(b)) == word
+	})
+}
+
+func TestTypeUnicode(t *testing.T) {
+	_, c := desktopDaemon(t)
+	ctx := t.Context()
+	out := filepath.Join(t.TempDir(), "u")
+	launchXterm(t, c, "stty -echo; exec cat > "+out)
+	const text = "Привет 你好 ✓ Hello, World! <>&|~"
+	if _, err := c.Type(ctx, text+"\n"); err != nil {
+		t.Fatalf("type: %v", err)
+	}
+	eventually(t, "cat writing the typed line", func() bool {
+		b, _ := os.ReadFile(out)
+		return strings.Contains(string(b), "\n")
+	})
+	b, _ := os.ReadFile(out)
+	if got := strings.TrimSuffix(string(b), "\n"); got != text {
+		t.Fatalf("typed %q, the program received %q", text, got)
+	}
+}
+
+func TestClickLandsWhereTheScreenshotShows(t *testing.T) {
+	display, c := desktopDaemon(t)
+	ctx := t.Context()
+	title := randomWord(t)
+	xc := newXClient(t, display, title, 400, 300, []fill{{0, 0, 400, 300, 0x3050a0}})
+	win := waitWindow(t, c, title)
+
+	cases := []struct {
+		name   string
+		maxDim int
+		window bool
+	}{
+		{"screen unscaled", 0, false},
+		{"screen scaled", 960, false},
+		{"screen scaled odd", 777, false},
+		{"window unscaled", 0, true},
+		{"window scaled", 150, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req := api.ScreenshotRequest{MaxDimension: tc.maxDim, Format: api.FormatPNG}
+			if tc.window {
+				req.WindowID = win.WindowID
+			}
+			_, info, err := c.Screenshot(ctx, req)
+			if err != nil {
+				t.Fatalf("screenshot: %v", err)
+			}
+			if tc.maxDim > 0 && (info.Scale >= 1 || max(info.Width, info.Height) != tc.maxDim) {
+				t.Fatalf("scaled screenshot answered %+v", info)
+			}
+			// A point inside the window, in the screenshot's own pixels.
+			px := int(float64(win.Bounds.X-info.Bounds.X+123) * info.Scale)
+			py := int(float64(win.Bounds.Y-info.Bounds.Y+77) * info.Scale)
+			xc.drain()
+			p := api.Pointer{Scale: info.Scale, WindowID: info.WindowID}
+			res, err := c.Click(ctx, api.ClickRequest{X: float64(px), Y: float64(py), Pointer: p})
+			if err != nil {
+				t.Fatalf("click: %v", err)
+			}
+			ev := next[xproto.ButtonPressEvent](t, xc, eventTimeout)
+			// The screenshot pixel covers screen pixels [p/scale, (p+1)/scale).
+			lo := func(v int) int { return int(float64(v) / info.Scale) }
+			hi := func(v int) int { return int(float64(v+1)/info.Scale + 0.999) }
+			gx, gy := int(ev.RootX)-info.Bounds.X, int(ev.RootY)-info.Bounds.Y
+			if gx < lo(px) || gx >= hi(px) || gy < lo(py) || gy >= hi(py) {
+				t.Fatalf("clicked screenshot pixel (%d, %d) at scale %v; the client got root (%d, %d), which is not under that pixel", px, py, info.Scale, ev.RootX, ev.RootY)
+			}
+			if int(ev.RootX) != res.X || int(ev.RootY) != res.Y || ev.Detail != 1 {
+				t.Fatalf("click answered %+v; the client got button %d at (%d, %d)", res, ev.Detail, ev.RootX, ev.RootY)
+			}
+			if tc.maxDim == 0 && (gx != px || gy != py) {
+				t.Fatalf("unscaled: clicked (%d, %d), got (%d, %d)", px, py, gx, gy)
+			}
+		})
+	}
+}
+
+// waitWindow waits until a window with the title is listed.
+func waitWindow(t *testing.T, c *api.Client, title string) api.Window {
+	t.Helper()
+	var win api.Window
+	eventually(t, "window "+title+" listed", func() bool {
+		ws, err := c.Windows(t.Context(), title)
+		if err != nil || len(ws) != 1 || !ws[0].OnScreen {
+			return false
+		}
+		win = ws[0]
+		return true
+	})
+	return win
+}
+
+var (
+	red   = fill{0, 0, 100, 100, 0xff0000}
+	green = fill{100, 0, 100, 100, 0x00ff00}
+	blue  = fill{0, 100, 100, 100, 0x0000ff}
+	white = fill{100, 100, 100, 100, 0xffffff}
+)
+
+func TestScreenshotColours(t *testing.T) {
+	display, c := desktopDaemon(t)
+	ctx := t.Context()
+	title := randomWord(t)
+	newXClient(t, display, title, 200, 200, []fill{red, green, blue, white})
+	win := waitWindow(t, c, title)
+	if _, err := c.ActivateWindow(ctx, win.WindowID); err != nil {
+		t.Fatal(err)
+	}
+
+	check := func(t *testing.T, img image.Image, ox, oy, tol int) {
+		t.Helper()
+		for _, f := range []fill{red, green, blue, white} {
+			x, y := ox+f.x+f.w/2, oy+f.y+f.h/2
+			r, g, b, _ := img.At(x, y).RGBA()
+			want := [3]int{int(f.rgb >> 16 & 0xff), int(f.rgb >> 8 & 0xff), int(f.rgb & 0xff)}
+			got := [3]int{int(r >> 8), int(g >> 8), int(b >> 8)}
+			for i := range want {
+				if d := got[i] - want[i]; d > tol || d < -tol {
+					t.Fatalf("pixel (%d, %d): got rgb %v, want %v", x, y, got, want)
+				}
+			}
+		}
+	}
+	decode := func(t *testing.T, b []byte, info *api.ScreenshotInfo) image.Image {
+		t.Helper()
+		var img image.Image
+		var err error
+		if info.Format == api.FormatJPEG {
+			img, err = jpeg.Decode(bytes.NewReader(b))
+		} else {
+			img, err = png.Decode(bytes.NewReader(b))
+		}
+		if err != nil {
+			t.Fatalf("decode %s: %v", info.Format, err)
+		}
+		if img.Bounds().Dx() != info.Width || img.Bounds().Dy() != info.Height {
+			t.Fatalf("image is %v, info says %dx%d", img.Bounds(), info.Width, info.Height)
+		}
+		return img
+	}
+	for _, tc := range []struct {
+		format string
+		tol    int
+	}{{api.FormatPNG, 0}, {api.FormatJPEG, 24}} {
+		t.Run(tc.format+" screen", func(t *testing.T) {
+			b, info, err := c.Screenshot(ctx, api.ScreenshotRequest{Format: tc.format, Quality: 90})
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, decode(t, b, info), win.Bounds.X, win.Bounds.Y, tc.tol)
+		})
+		t.Run(tc.format+" window", func(t *testing.T) {
+			b, info, err := c.Screenshot(ctx, api.ScreenshotRequest{Format: tc.format, WindowID: win.WindowID, Quality: 90})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Bounds != win.Bounds || info.Width != 200 {
+				t.Fatalf("window screenshot info %+v, window %+v", info, win)
+			}
+			check(t, decode(t, b, info), 0, 0, tc.tol)
+		})
+	}
+
+	t.Run("covered window", func(t *testing.T) {
+		coverTitle := randomWord(t)
+		newXClient(t, display, coverTitle, 300, 300, []fill{{0, 0, 300, 300, 0x000000}})
+		cover := waitWindow(t, c, coverTitle)
+		x, y := win.Bounds.X-20, win.Bounds.Y-20
+		if _, err := c.SetWindowGeometry(ctx, cover.WindowID, api.GeometryRequest{X: &x, Y: &y}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ActivateWindow(ctx, cover.WindowID); err != nil {
+			t.Fatal(err)
+		}
+		// The screen shows the cover where the window is...
+		eventually(t, "the cover hiding the window", func() bool {
+			b, info, err := c.Screenshot(ctx, api.ScreenshotRequest{})
+			if err != nil {
+				return false
+			}
+			img := decode(t, b, info)
+			r, g, bl, _ := img.At(win.Bounds.X+50, win.Bounds.Y+50).RGBA()
+			return r == 0 && g == 0 && bl == 0
+		})
+		// ...and the window's own screenshot still shows its content.
+		b, info, err := c.Screenshot(ctx, api.ScreenshotRequest{WindowID: win.WindowID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, decode(t, b, info), 0, 0, 0)
+	})
+}
+
+func TestClipboardRoundTrip(t *testing.T) {
+	_, c := desktopDaemon(t)
+	ctx := t.Context()
+	text := "clip " + randomWord(t) + " ✓ Привет"
+	if err := c.ClipboardSet(ctx, text); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.ClipboardGet(ctx)
+	if err != nil || got != text {
+		t.Fatalf("clipboard get = %q, %v; want %q", got, err, text)
+	}
+	// Another X client sees it too.
+	if _, err := exec.LookPath("xclip"); err == nil {
+		out, err := exec.CommandContext(ctx, "xclip", "-o", "-selection", "clipboard").Output()
+		if err != nil || string(out) != text {
+			t.Fatalf("xclip read %q, %v", out, err)
+		}
+	}
+}
+
+func TestWithoutDisplay(t *testing.T) {
+	d := spacesdtest.Start(t, spacesdtest.Options{})
+	c := d.Client
+	ctx := context.Background()
+	calls := map[api.Feature]func() error{
+		api.FeatureWindows: func() error { _, err := c.Windows(ctx, ""); return err },
+		api.FeatureLaunchApp: func() error {
+			_, err := c.LaunchApp(ctx, api.LaunchRequest{Argv: []string{"true"}})
+			return err
+		},
+		api.FeatureScreenshot:    func() error { _, _, err := c.Screenshot(ctx, api.ScreenshotRequest{}); return err },
+		api.FeatureInput:         func() error { _, err := c.Click(ctx, api.ClickRequest{X: 1, Y: 1}); return err },
+		api.FeatureClipboardText: func() error { _, err := c.ClipboardGet(ctx); return err },
+	}
+	inputs := map[string]func() error{
+		"move":   func() error { _, err := c.MoveMouse(ctx, api.MouseMoveRequest{}); return err },
+		"drag":   func() error { _, err := c.Drag(ctx, api.DragRequest{}); return err },
+		"scroll": func() error { _, err := c.Scroll(ctx, api.ScrollRequest{DY: 1}); return err },
+		"key":    func() error { _, err := c.Key(ctx, "Return"); return err },
+		"type":   func() error { _, err := c.Type(ctx, "x"); return err },
+	}
+	for name, call := range inputs {
+		calls[api.Feature("input/"+name)] = call
+	}
+	for f, call := range calls {
+		t.Run(string(f), func(t *testing.T) {
+			err := call()
+			e := api.AsError(err)
+			want := strings.SplitN(string(f), "/", 2)[0]
+			if e == nil || e.Kind != api.KindCapabilityMissing || e.Feature != want || !strings.Contains(e.Limitation, "DISPLAY is unset") {
+				t.Fatalf("got %#v; want capability_missing naming %s and DISPLAY", e, want)
+			}
+		})
+	}
+	caps, err := c.Capabilities(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []api.Feature{api.FeatureWindows, api.FeatureScreenshot, api.FeatureInput, api.FeatureClipboardText, api.FeatureLaunchApp} {
+		if ok, lim := caps.Supports(f); ok || !strings.Contains(lim, "DISPLAY") {
+			t.Errorf("capabilities: %s supported=%v limitation %q", f, ok, lim)
+		}
+	}
+}
+
+func TestDisplayRefused(t *testing.T) {
+	d := spacesdtest.Start(t, spacesdtest.Options{Display: ":4242"})
+	_, err := d.Client.Windows(context.Background(), "")
+	e := api.AsError(err)
+	if e == nil || e.Kind != api.KindCapabilityMissing || !strings.Contains(e.Limitation, "refused") {
+		t.Fatalf("got %#v; want capability_missing saying the display refused", e)
+	}
+}
