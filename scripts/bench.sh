@@ -1,0 +1,24 @@
+#!/bin/sh
+# make bench: every performance figure of DESIGN §5 that this build has,
+# each printed beside its comparison, measured in the same run. Nothing is
+# asserted: read the pairs.
+set -eu
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+COUNT=${BENCH_COUNT:-3}
+
+section() { printf '\n== %s\n' "$*"; }
+bench() { # bench PKG REGEX BENCHTIME
+	$GO test -run '^$' -bench "$2" -benchtime "$3" -count "$COUNT" "$1" 2>&1 \
+		| grep -E '^(Benchmark|---|FAIL|panic)' || true
+}
+
+section "exec /bin/true: spacesd over HTTP on loopback (target median <= 2 ms) vs a direct fork/exec"
+bench ./spacesd/server 'ExecTrueHTTP|ForkExecTrue' 2000x
+
+section "upload + sha256 verify of 256 MiB through spacesd (target >= 70 %) vs sha256sum + cp of the same size"
+COUNT=2 bench ./spacesd/server 'UploadVerify256MiB|Sha256sumPlusCp256MiB' 2x
+
+section "idle RSS of cua-spacesd (target <= 12 MB; the leanest peer idles at 12 MB, not measured here) and binary size"
+COUNT=1 bench ./spacesd 'IdleFootprint' 1x
+ls -l bin/cua-spacesd | awk '{printf "bin/cua-spacesd %d bytes\n", $5}'
