@@ -74,33 +74,6 @@ func TestExecHidesToken(t *testing.T) {
 	}
 }
 
-func TestExecTimeoutKillsTree(t *testing.T) {
-	t.Parallel()
-	m := newManager(t, process.Options{})
-	// The marker lets the test find the group's members in /proc.
-	marker := "exec-tree-marker-1"
-	type answer struct {
-		res *api.ExecResult
-		err error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		res, err := m.Exec(t.Context(), api.ExecRequest{Command: api.Command{
-			Shell: "sleep 100 & sleep 100; : " + marker, TimeoutMS: 1500}})
-		done <- answer{res, err}
-	}()
-	// The shell's pid is its group's id: find it while it runs.
-	pgid := findProcess(t, marker)
-	a := <-done
-	if a.err != nil {
-		t.Fatal(a.err)
-	}
-	if !a.res.TimedOut || a.res.Signal != "KILL" {
-		t.Fatalf("want timed_out and KILL, got %+v", a.res)
-	}
-	assertGroupGone(t, pgid)
-}
-
 func currentUser(t *testing.T) string {
 	t.Helper()
 	u, err := user.Current()

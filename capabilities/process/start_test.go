@@ -114,41 +114,6 @@ func TestStartSignals(t *testing.T) {
 	})
 }
 
-func TestStartTimeoutKillsTree(t *testing.T) {
-	t.Parallel()
-	m := newManager(t, process.Options{})
-	p, err := m.Start(api.StartRequest{Command: api.Command{Shell: "sleep 100 & sleep 100", TimeoutMS: 300}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	info := waitDone(t, p)
-	if !info.TimedOut || info.Signal != "KILL" {
-		t.Fatalf("info %+v", info)
-	}
-	assertGroupGone(t, p.PID())
-}
-
-func TestCloseKillsEveryGroup(t *testing.T) {
-	t.Parallel()
-	m := process.NewManager(process.Options{})
-	var ps []*process.Process
-	for range 3 {
-		p, err := m.Start(api.StartRequest{Command: api.Command{Shell: "sleep 100 & sleep 100"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps = append(ps, p)
-	}
-	m.Close()
-	for _, p := range ps {
-		waitDone(t, p)
-		assertGroupGone(t, p.PID())
-	}
-	if _, err := m.Start(api.StartRequest{Command: api.Command{Argv: []string{"true"}}}); err == nil {
-		t.Fatal("start after close succeeded")
-	}
-}
-
 func TestRetention(t *testing.T) {
 	t.Parallel()
 	clock := &heldClock{now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}

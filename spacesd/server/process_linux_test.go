@@ -2,8 +2,8 @@ package server_test
 
 import (
 	"errors"
-	"io"
-	"log/slog"
+	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 )
-
-func slogDiscard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // assertGroupGone waits until process group pgid has no live member.
 // Zombies are dead: in a container whose PID 1 does not reap orphans they
@@ -55,4 +53,18 @@ func liveGroupMembers(pgid int) []int {
 		}
 	}
 	return live
+}
+
+func TestTimeoutKillsTreeHTTP(t *testing.T) {
+	t.Parallel()
+	c := spacesdtest.Start(t, spacesdtest.Options{}).Client
+	info, err := c.Start(t.Context(), api.StartRequest{Command: api.Command{Shell: "sleep 100 & sleep 100", TimeoutMS: 300}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exit := waitExit(t, c, info.ID)
+	if !exit.TimedOut || exit.Signal != "KILL" {
+		t.Fatalf("exit %+v", exit)
+	}
+	assertGroupGone(t, info.PID)
 }
