@@ -18,8 +18,10 @@ func (g *processGroup) handleExec(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	g.s.metrics.ProcessesStarted.Add(1)
 	res, err := g.m.Exec(r.Context(), req)
+	if res != nil { // it ran (even if the caller left meanwhile)
+		g.s.metrics.ProcessesStarted.Add(1)
+	}
 	if err != nil {
 		writeError(w, err)
 		return
