@@ -20,6 +20,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/spacesd/api"
 	"github.com/trycua/cua-spacesd/spacesd/doctor"
 	"github.com/trycua/cua-spacesd/spacesd/server"
@@ -64,6 +65,7 @@ func serve(args []string, stderr io.Writer) int {
 	token := fs.String("token", "", "bearer token (prefer --token-file or "+tokenEnv+": flags show in ps)")
 	tokenFile := fs.String("token-file", "", "file holding the bearer token; changes rotate it and end old sessions")
 	display := fs.String("display", os.Getenv("DISPLAY"), "X display for the desktop features")
+	xvfb := fs.Bool("xvfb", false, "without a display, start a private Xvfb + openbox for the desktop features")
 	dataDir := fs.String("data-dir", doctor.DefaultDataDir(), "directory for the daemon's own state")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
@@ -87,6 +89,16 @@ func serve(args []string, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
 		return 2
+	}
+	if *xvfb && *display == "" {
+		v, err := desktop.StartVirtual(context.Background(), desktop.VirtualOptions{Logger: log})
+		if err != nil {
+			fmt.Fprintf(stderr, "cua-spacesd: --xvfb: %v\n", err)
+			return 1
+		}
+		defer v.Close()
+		*display = v.Display()
+		log.Info("started a virtual display", "display", *display)
 	}
 	srv, err := server.New(server.Config{Version: version, Auth: auth, Logger: log, Display: *display, DataDir: *dataDir})
 	if err != nil {
