@@ -21,8 +21,8 @@ import (
 )
 
 const (
-	// downloadListDepth bounds how deep a folder download descends.
-	downloadListDepth = 64
+	// downloadListDepth bounds how deep a folder download descends:
+	downloadListDepth = 32 // the daemon's maximum list depth
 	// maxUniqueTries bounds the "name (N).ext" search.
 	maxUniqueTries = 10000
 	// copyBufBytes is the buffer of one download's copy loop.

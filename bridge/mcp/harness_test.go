@@ -1,0 +1,234 @@
+package mcp_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/trycua/cua-spacesd/bridge/mcp"
+	"github.com/trycua/cua-spacesd/bridge/registry"
+	"github.com/trycua/cua-spacesd/bridge/tools"
+	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
+)
+
+// env is a real spacesd, registered as "s1" in a fresh registry, and a
+// bridge serving streamable HTTP on loopback.
+type env struct {
+	daemon *spacesdtest.Daemon
+	reg    *registry.Registry
+	bridge *mcp.Bridge
+	url    string // .../mcp
+	token  string
+	logs   *bytes.Buffer
+	logMu  *sync.Mutex
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	d := spacesdtest.Start(t, spacesdtest.Options{})
+	reg, err := registry.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Add(context.Background(), "s1", d.URL, d.Token); err != nil {
+		t.Fatal(err)
+	}
+	logs := &bytes.Buffer{}
+	sw := &syncWriter{w: logs}
+	log := slog.New(slog.NewJSONHandler(sw, nil))
+	b, err := mcp.New(mcp.Config{Deps: tools.NewDeps(reg, log), Logger: log, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := spacesdtest.Token()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = mcp.Serve(ctx, ln, b.HTTPHandler(mcp.HTTPOptions{Token: tok, Loopback: true}), log)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return &env{daemon: d, reg: reg, bridge: b, url: "http://" + ln.Addr().String() + mcp.MCPPath, token: tok, logs: logs, logMu: &sw.mu}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (e *env) logText() string {
+	e.logMu.Lock()
+	defer e.logMu.Unlock()
+	return e.logs.String()
+}
+
+type bearerRT struct{ token string }
+
+func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// client connects the official SDK client over streamable HTTP.
+func (e *env) client(t testing.TB, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
+	c := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, opts)
+	cs, err := c.Connect(t.Context(), &sdk.StreamableClientTransport{
+		Endpoint:   e.url,
+		HTTPClient: &http.Client{Transport: bearerRT{e.token}},
+	}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func call(t testing.TB, cs *sdk.ClientSession, name string, args map[string]any) *sdk.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return res
+}
+
+func text(r *sdk.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// structured decodes structuredContent into v.
+func structured(t testing.TB, r *sdk.CallToolResult, v any) {
+	t.Helper()
+	b, err := json.Marshal(r.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("structuredContent %s: %v", b, err)
+	}
+}
+
+// errKind returns structuredContent.error.kind of a failed call.
+func errKind(t testing.TB, r *sdk.CallToolResult) string {
+	t.Helper()
+	if !r.IsError {
+		t.Fatalf("want isError, got %s", text(r))
+	}
+	var s struct {
+		Error struct{ Kind, Message string }
+	}
+	structured(t, r, &s)
+	if !strings.HasPrefix(text(r), "error: ") || s.Error.Message == "" {
+		t.Fatalf("bad envelope: text %q, structured %+v", text(r), s)
+	}
+	return s.Error.Kind
+}
+
+// rawResp is one raw HTTP exchange with /mcp.
+type rawResp struct {
+	status  int
+	header  http.Header
+	message map[string]any // the JSON-RPC message (from JSON or the first SSE data line)
+}
+
+func (e *env) raw(t testing.TB, method, body string, hdr map[string]string) rawResp {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, e.url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	for k, v := range hdr {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := rawResp{status: resp.StatusCode, header: resp.Header}
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc.Buffer(make([]byte, 1<<20), 4<<20)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				_ = json.Unmarshal([]byte(d), &out.message)
+				break
+			}
+		}
+	} else {
+		_ = json.Unmarshal(data, &out.message)
+	}
+	return out
+}
+
+// initialize opens a raw session and returns its id.
+func (e *env) initialize(t testing.TB, version string) (string, rawResp) {
+	t.Helper()
+	r := e.raw(t, http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, nil)
+	sid := r.header.Get("Mcp-Session-Id")
+	if r.status != http.StatusOK || sid == "" {
+		t.Fatalf("initialize %s: status %d, session %q, %v", version, r.status, sid, r.message)
+	}
+	res, _ := r.message["result"].(map[string]any)
+	answered, _ := res["protocolVersion"].(string)
+	n := e.raw(t, http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": answered})
+	if n.status != http.StatusAccepted {
+		t.Fatalf("initialized: status %d", n.status)
+	}
+	return sid, r
+}
+
+func rpcCode(m map[string]any) int {
+	e, _ := m["error"].(map[string]any)
+	c, _ := e["code"].(float64)
+	return int(c)
+}
+
+// eventually polls cond until it holds or the test's deadline nears.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never happened: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
