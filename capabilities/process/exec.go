@@ -2,24 +2,30 @@ package process
 
 import (
 	"context"
+	"os"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/trycua/cua-spacesd/internal/procgroup"
 	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // ExecWaitDelay bounds how long Exec waits for output pipes after the
 // command exited: a background child (`server &`) that keeps them open must
-// not hold the answer forever.
+// not hold the answer forever. What was written until then is kept.
 const ExecWaitDelay = 2 * time.Second
+
+// execReadBytes is the read size of Exec's output pipes: one pipe buffer.
+const execReadBytes = 64 << 10
 
 // Exec runs a command to completion and answers its output and status. A
 // timeout (or the caller's context ending, or Close) kills the whole tree.
 //
-// It is the daemon's hot path: one fork/exec, the two pipes os/exec makes,
-// and nothing else per call.
+// It is the daemon's hot path: one fork/exec, two pipes and their readers,
+// and nothing else per call. The pipes are ours rather than os/exec's so
+// that a late reader never loses output (see copyOutput).
 func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResult, error) {
 	if err := ValidateCommand(&req.Command); err != nil {
 		return nil, err
@@ -38,25 +44,56 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResul
 		return nil, err
 	}
 	stdout, stderr := &cappedBuffer{limit: limit}, &cappedBuffer{limit: limit}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, api.Errorf(api.KindEnv, "exec: pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, api.Errorf(api.KindEnv, "exec: pipe: %w", err)
+	}
+	outputs := []*os.File{outR, errR}
+	defer func() {
+		for _, f := range outputs {
+			f.Close()
+		}
+	}()
+	cmd.Stdout, cmd.Stderr = outW, errW
 	if req.Stdin != "" {
 		cmd.Stdin = strings.NewReader(req.Stdin)
 	}
-	cmd.WaitDelay = ExecWaitDelay
 
 	m.execs.Add(1)
 	defer m.execs.Add(-1)
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	// The child has its copies; ours must go so EOF comes when it is done.
+	outW.Close()
+	errW.Close()
+	if err != nil {
 		return nil, startError(&req.Command, cmd.Args, err)
 	}
-	pgid := cmd.Process.Pid
-	kill := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+	readersDone := make(chan struct{})
+	stderrDone := make(chan struct{})
+	go func() {
+		defer close(stderrDone)
+		copyOutput(errR, stderr, make([]byte, execReadBytes))
+	}()
+	go func() {
+		defer close(readersDone)
+		copyOutput(outR, stdout, make([]byte, execReadBytes))
+		<-stderrDone
+	}()
+	leader := procgroup.New(cmd.Process.Pid)
+	kill := func() { _ = leader.Signal(syscall.SIGKILL, true) }
 	var timedOut atomic.Bool
 	if req.TimeoutMS > 0 {
 		t := time.AfterFunc(time.Duration(req.TimeoutMS)*time.Millisecond, func() {
-			timedOut.Store(true)
-			kill()
+			if leader.Signal(syscall.SIGKILL, true) == nil {
+				timedOut.Store(true)
+			}
 		})
 		defer t.Stop()
 	}
@@ -65,7 +102,8 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResul
 	stopClose := context.AfterFunc(m.ctx, kill)
 	defer stopClose()
 
-	waitErr := cmd.Wait()
+	waitErr := leader.Reap(cmd.Wait)
+	waitOutput(readersDone, outputs, ExecWaitDelay)
 	res := &api.ExecResult{
 		Stdout: stdout.String(), Stderr: stderr.String(),
 		StdoutTruncated: stdout.truncated, StderrTruncated: stderr.truncated,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/trycua/cua-spacesd/internal/procgroup"
 	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
@@ -52,8 +53,11 @@ type Process struct {
 	readers sync.WaitGroup
 	done    chan struct{} // closed once exited: status set, rings closed
 
+	// leader signals the group, and stops doing so once the leader may be
+	// reaped (its pid could then be someone else's).
+	leader *procgroup.Leader
+
 	mu       sync.Mutex
-	reaped   bool // the leader was waited for
 	exitCode int
 	signal   string
 	exitAt   time.Time
@@ -111,18 +115,11 @@ func (p *Process) errExited() error {
 }
 
 // Signal sends sig to the process's whole group, or to the leader only.
+// Once the leader has exited the signal is refused: its pid may already
+// name another process.
 func (p *Process) Signal(sig syscall.Signal, group bool) error {
-	select {
-	case <-p.done:
-		return p.errExited()
-	default:
-	}
-	target := p.pid
-	if group {
-		target = -p.pid
-	}
-	if err := syscall.Kill(target, sig); err != nil {
-		if errors.Is(err, syscall.ESRCH) {
+	if err := p.leader.Signal(sig, group); err != nil {
+		if errors.Is(err, syscall.ESRCH) || errors.Is(err, procgroup.ErrReaped) {
 			return p.errExited()
 		}
 		return api.Errorf(api.KindEnv, "signal %s to process %s: %w", SignalName(sig), p.id, err)
@@ -131,14 +128,7 @@ func (p *Process) Signal(sig syscall.Signal, group bool) error {
 }
 
 // killGroup kills the whole tree: the leader and everything in its group.
-func (p *Process) killGroup() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
-}
+func (p *Process) killGroup() { _ = p.leader.Signal(syscall.SIGKILL, true) }
 
 // Resize changes the terminal size of a PTY process.
 func (p *Process) Resize(size api.PTYSize) error {
@@ -229,42 +219,23 @@ func (p *Process) closeStdinLocked() error {
 func (p *Process) pump(f *os.File, ring *Ring) {
 	defer p.readers.Done()
 	defer ring.Close()
-	buf := make([]byte, readChunkBytes)
-	for {
-		n, err := f.Read(buf)
-		if n > 0 {
-			_, _ = ring.Write(buf[:n])
-		}
-		if err != nil {
-			// EOF for a pipe, EIO for a PTY whose last slave closed, or
-			// ErrClosed after the drain grace: all mean the end.
-			return
-		}
-	}
+	copyOutput(f, ring, make([]byte, readChunkBytes))
 }
 
 // wait reaps the leader, lets the output drain, then records the exit.
 func (p *Process) wait(outputs []*os.File) {
 	defer p.m.wg.Done()
-	err := p.cmd.Wait()
+	err := p.leader.Reap(p.cmd.Wait)
 	if p.timer != nil {
 		p.timer.Stop()
 	}
 	code, sig := exitStatus(p.cmd.ProcessState, err)
-	p.mu.Lock()
-	p.reaped = true
-	p.mu.Unlock()
 
+	// A background child may hold the output open: after DrainGrace the
+	// process counts as exited; what it wrote until then is kept.
 	drained := make(chan struct{})
 	go func() { p.readers.Wait(); close(drained) }()
-	select {
-	case <-drained:
-	case <-time.After(DrainGrace):
-		// A background child still holds the output open; the process
-		// counts as exited now, the rest of its output is not ours to wait for.
-		p.closeOutputs(outputs)
-		<-drained
-	}
+	waitOutput(drained, outputs, DrainGrace)
 	p.closeOutputs(outputs)
 	if p.stdin != nil && p.stdin != p.tty {
 		p.stdinMu.Lock()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/trycua/cua-spacesd/internal/procgroup"
 	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
@@ -42,15 +43,12 @@ func (m *Manager) Start(req api.StartRequest) (*Process, error) {
 		return nil, startError(&req.Command, cmd.Args, err)
 	}
 	p.pid = cmd.Process.Pid
+	p.leader = procgroup.New(p.pid)
 	p.startedAt = m.opts.Clock.Now()
 	if req.TimeoutMS > 0 {
 		p.timer = time.AfterFunc(time.Duration(req.TimeoutMS)*time.Millisecond, func() {
-			p.mu.Lock()
-			reaped := p.reaped
-			p.mu.Unlock()
-			if !reaped {
+			if p.leader.Signal(syscall.SIGKILL, true) == nil {
 				p.timedOut.Store(true)
-				p.killGroup()
 			}
 		})
 	}

@@ -1,0 +1,67 @@
+// Package procgroup signals the process group of a child we started, safely.
+//
+// A process-group id is the leader's pid. Once the leader is reaped and its
+// group is empty, the kernel may hand that number to an unrelated process,
+// and kill(-pgid) would then hit a stranger's whole group: on a busy machine
+// with a small pid_max this happens within minutes. A Leader therefore
+// waits for its leader's exit without reaping it (a zombie keeps its pid
+// taken), and refuses every signal from the moment the leader may be reaped.
+package procgroup
+
+import (
+	"errors"
+	"sync"
+	"syscall"
+)
+
+// ErrReaped says the leader was reaped: its pid no longer names our group.
+var ErrReaped = errors.New("the process has exited and was reaped")
+
+// Leader is the leader of a process group we started (Setpgid or Setsid).
+type Leader struct {
+	mu     sync.Mutex
+	pid    int
+	reaped bool
+}
+
+// New guards the group led by pid.
+func New(pid int) *Leader { return &Leader{pid: pid} }
+
+// Signal sends sig to the whole group (group) or to the leader only. It
+// holds the lock across the kill so that the reap cannot slip in between.
+func (l *Leader) Signal(sig syscall.Signal, group bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.reaped {
+		return ErrReaped
+	}
+	if l.pid <= 1 {
+		// kill(-1) is every process we may signal; kill(0) is our own group.
+		return errors.New("procgroup: refusing to signal pid <= 1")
+	}
+	target := l.pid
+	if group {
+		target = -l.pid
+	}
+	return syscall.Kill(target, sig)
+}
+
+// Reap reaps the leader with wait (exec.Cmd.Wait) and marks it reaped, so
+// that no signal can go out under a pid that may already be someone else's.
+// On Linux the mark is set while the exited leader is still an unreaped
+// zombie; elsewhere right after wait returns (a window of microseconds).
+func (l *Leader) Reap(wait func() error) error {
+	if waitNoReap(l.pid) {
+		l.markReaped()
+		return wait()
+	}
+	err := wait()
+	l.markReaped()
+	return err
+}
+
+func (l *Leader) markReaped() {
+	l.mu.Lock()
+	l.reaped = true
+	l.mu.Unlock()
+}
