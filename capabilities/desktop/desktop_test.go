@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -76,10 +75,12 @@ func launchXterm(t *testing.T, c *api.Client, command string) api.Window {
 	if err != nil {
 		t.Fatalf("launch xterm: %v", err)
 	}
-	t.Cleanup(func() { _ = exec.Command("kill", "-TERM", "-"+strconv.Itoa(res.PID)).Run() })
 	if res.Window == nil || res.Window.PID != res.PID {
 		t.Fatalf("launch answered window %+v for pid %d", res.Window, res.PID)
 	}
+	// Close the window, not kill(-pid): xterm may have exited and been
+	// reaped already, and its pid then names some other process group.
+	t.Cleanup(func() { _ = c.CloseWindow(context.Background(), res.Window.WindowID) })
 	if _, err := c.ActivateWindow(ctx, res.Window.WindowID); err != nil {
 		t.Fatalf("activate xterm: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
+	"github.com/trycua/cua-spacesd/internal/procgroup"
 )
 
 const (
@@ -35,8 +36,8 @@ type VirtualOptions struct {
 // Virtual is an Xvfb (and openbox) the daemon or a test started.
 type Virtual struct {
 	display string
-	xvfb    *exec.Cmd
-	wm      *exec.Cmd
+	xvfb    *procgroup.Leader
+	wm      *procgroup.Leader
 	xvfbEnd chan struct{}
 }
 
@@ -73,8 +74,8 @@ func StartVirtual(ctx context.Context, opts VirtualOptions) (*Virtual, error) {
 		return nil, fmt.Errorf("start Xvfb: %w", err)
 	}
 	w.Close()
-	v := &Virtual{xvfb: xvfb, xvfbEnd: make(chan struct{})}
-	go func() { _ = xvfb.Wait(); close(v.xvfbEnd) }()
+	v := &Virtual{xvfb: procgroup.New(xvfb.Process.Pid), xvfbEnd: make(chan struct{})}
+	go func() { _ = v.xvfb.Reap(xvfb.Wait); close(v.xvfbEnd) }()
 	num := make(chan string, 1)
 	go func() {
 		line, _ := bufio.NewReader(r).ReadString('\n')
@@ -106,8 +107,8 @@ func StartVirtual(ctx context.Context, opts VirtualOptions) (*Virtual, error) {
 		v.Close()
 		return nil, fmt.Errorf("start openbox: %w", err)
 	}
-	v.wm = wm
-	go func() { _ = wm.Wait() }()
+	v.wm = procgroup.New(wm.Process.Pid)
+	go func() { _ = v.wm.Reap(wm.Wait) }()
 	if err := waitForWM(ctx, v.display); err != nil {
 		v.Close()
 		return nil, err
@@ -174,18 +175,18 @@ func waitForWM(ctx context.Context, display string) error {
 // Display is the display name (":N").
 func (v *Virtual) Display() string { return v.display }
 
-// Close stops the window manager and Xvfb and waits for Xvfb to end.
+// Close stops the window manager and Xvfb and waits for Xvfb to end. The
+// signals go through procgroup, which refuses them once a process was
+// reaped: its pid may by then belong to someone else.
 func (v *Virtual) Close() {
-	if v.wm != nil && v.wm.Process != nil {
-		_ = syscall.Kill(-v.wm.Process.Pid, syscall.SIGTERM)
+	if v.wm != nil {
+		_ = v.wm.Signal(syscall.SIGTERM, true)
 	}
-	if v.xvfb.Process != nil {
-		_ = syscall.Kill(-v.xvfb.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-v.xvfbEnd:
-		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-v.xvfb.Process.Pid, syscall.SIGKILL)
-			<-v.xvfbEnd
-		}
+	_ = v.xvfb.Signal(syscall.SIGTERM, true)
+	select {
+	case <-v.xvfbEnd:
+	case <-time.After(5 * time.Second):
+		_ = v.xvfb.Signal(syscall.SIGKILL, true)
+		<-v.xvfbEnd
 	}
 }
