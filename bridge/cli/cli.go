@@ -70,12 +70,25 @@ func Run(ctx context.Context, env Env, cmd string, args []string) int {
 	return ExitUsage
 }
 
-// fail prints err for a person (message, then the hint) and returns code.
+// cliHints replace the daemon's hints (written for API callers) where a
+// person at this command line has a better next step.
+var cliHints = map[api.Kind]string{
+	api.KindUnauthenticated:     "re-add the Space with its current token: cua-bridge space add NAME URL --token-file FILE",
+	api.KindSpacesdNotAvailable: "check the URL: the Space must run cua-spacesd (port 3211 by default)",
+	api.KindNotFound:            "cua-bridge space ls lists the registered Spaces",
+}
+
+// fail prints err for a person (kind and message, then the hint) and
+// returns code.
 func (env Env) fail(code int, err error) int {
 	e := api.AsError(err)
-	fmt.Fprintf(env.Stderr, "cua-bridge: %s\n", e.Error())
-	if e.Hint != "" {
-		fmt.Fprintf(env.Stderr, "hint: %s\n", e.Hint)
+	fmt.Fprintf(env.Stderr, "cua-bridge: %s: %s\n", e.Kind, e.Error())
+	hint := e.Hint
+	if h, ok := cliHints[e.Kind]; ok && (e.Kind != api.KindNotFound || strings.Contains(e.Message, "space")) {
+		hint = h
+	}
+	if hint != "" {
+		fmt.Fprintf(env.Stderr, "hint: %s\n", hint)
 	}
 	return code
 }
@@ -132,13 +145,29 @@ func parseArgs(fs *flag.FlagSet, args []string) (positional, rest []string, err 
 	}
 }
 
-// isTerminal reports whether w is a terminal (for progress bars and raw mode).
+// isTerminal reports whether v is a terminal (for progress bars and raw mode).
 func isTerminal(v any) (*os.File, bool) {
 	f, ok := v.(*os.File)
 	if !ok {
 		return nil, false
 	}
-	return f, term.IsTerminal(int(f.Fd()))
+	fd, ok := fdOf(f)
+	return f, ok && term.IsTerminal(fd)
+}
+
+// fdOf returns f's descriptor without f.Fd(), which would switch it to
+// blocking mode and so take away the read deadline that lets the shell stop
+// its input reader.
+func fdOf(f *os.File) (int, bool) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	fd := -1
+	if err := rc.Control(func(u uintptr) { fd = int(u) }); err != nil {
+		return 0, false
+	}
+	return fd, fd >= 0
 }
 
 // flagExit is the exit code of a flag error the flag set already reported:

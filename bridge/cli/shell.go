@@ -22,6 +22,8 @@ const (
 	// defaultCols and defaultRows are the PTY size when the local terminal
 	// does not say its own.
 	defaultCols, defaultRows = 80, 24
+	// inputStopWait bounds the wait for the input reader at the end.
+	inputStopWait = time.Second
 	// defaultTerm is TERM in the Space when ours is unset.
 	defaultTerm = "xterm-256color"
 	// exitHangup is the exit code when this program is told to hang up
@@ -61,7 +63,7 @@ func (env Env) runShell(ctx context.Context, args []string) int {
 	if err := caps.Require(api.FeatureShell, api.FeaturePTY); err != nil {
 		return env.fail(ExitBridge, err)
 	}
-	fd := int(in.Fd())
+	fd, _ := fdOf(in)
 	size := api.PTYSize{Cols: defaultCols, Rows: defaultRows}
 	if w, h, err := term.GetSize(fd); err == nil && w > 0 && h > 0 {
 		size = api.PTYSize{Cols: uint16(w), Rows: uint16(h)}
@@ -101,9 +103,13 @@ func (env Env) runShell(ctx context.Context, args []string) int {
 	}()
 	defer func() {
 		// Wake the input reader: a pollable terminal honours the deadline;
-		// on one that is not, the reader ends with the program.
+		// on one that is not (a blocking stdin), the reader ends with the
+		// program, so the wait is bounded.
 		if in.SetReadDeadline(time.Now()) == nil {
-			<-inputDone
+			select {
+			case <-inputDone:
+			case <-time.After(inputStopWait):
+			}
 		}
 	}()
 

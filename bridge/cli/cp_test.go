@@ -1,0 +1,184 @@
+package cli_test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
+)
+
+// cpSize spans several upload chunks of the daemon and a sizeable download.
+const cpSize = 20<<20 + 12345
+
+func randomFile(t *testing.T, dir, name string, n int) ([]byte, string) {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	return b, p
+}
+
+func sum(b []byte) string { h := sha256.Sum256(b); return hex.EncodeToString(h[:]) }
+
+func TestCpRoundTrip(t *testing.T) {
+	s := startSpace(t, spacesdtest.Options{})
+	local, remote := t.TempDir(), t.TempDir() // the Space is this machine
+	ctx := t.Context()
+	data, src := randomFile(t, local, "big.bin", cpSize)
+
+	// Upload into a directory: the file keeps its name and mode.
+	r := run(ctx, s.home, "", "cp", src, "dev:"+remote)
+	if r.code != 0 || !strings.Contains(r.stdout, "sha256 "+sum(data)+" verified in Space") {
+		t.Fatalf("upload: %+v", r)
+	}
+	up := filepath.Join(remote, "big.bin")
+	got, err := os.ReadFile(up)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("uploaded file differs (err %v)", err)
+	}
+	if fi, _ := os.Stat(up); fi.Mode().Perm() != 0o640 {
+		t.Fatalf("uploaded mode %v, want 0640", fi.Mode().Perm())
+	}
+	// No progress bar when stderr is not a terminal.
+	if r.stderr != "" {
+		t.Fatalf("stderr not a terminal, yet: %q", r.stderr)
+	}
+
+	// Download to a new name.
+	back := filepath.Join(local, "back.bin")
+	r = run(ctx, s.home, "", "cp", "dev:"+up, back)
+	if r.code != 0 || !strings.Contains(r.stdout, "sha256 "+sum(data)+" verified") {
+		t.Fatalf("download: %+v", r)
+	}
+	if got, _ := os.ReadFile(back); !bytes.Equal(got, data) {
+		t.Fatal("downloaded file differs")
+	}
+	if left, _ := filepath.Glob(filepath.Join(local, ".*cua-partial")); len(left) != 0 {
+		t.Fatalf("partial files left behind: %v", left)
+	}
+
+	// Neither direction replaces a file without --force.
+	if err := os.WriteFile(back, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"cp", "dev:" + up, back}, {"cp", src, "dev:" + up}, {"cp", "dev:" + up, local + "/"}} {
+		r = run(ctx, s.home, "", args...)
+		if r.code == 0 || !strings.Contains(r.stderr, "exists; pass --force") {
+			t.Fatalf("%v: want refusal, got %+v", args, r)
+		}
+	}
+	if got, _ := os.ReadFile(back); string(got) != "mine" {
+		t.Fatal("refused download still changed the local file")
+	}
+	r = run(ctx, s.home, "", "cp", "--force", "dev:"+up, back)
+	if got, _ := os.ReadFile(back); r.code != 0 || !bytes.Equal(got, data) {
+		t.Fatalf("download --force: %+v", r)
+	}
+	small := []byte("replaced\n")
+	if err := os.WriteFile(src, small, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = run(ctx, s.home, "", "cp", src, "dev:"+up, "-f")
+	if got, _ := os.ReadFile(up); r.code != 0 || !bytes.Equal(got, small) {
+		t.Fatalf("upload -f: %+v", r)
+	}
+}
+
+func TestCpEmptyFile(t *testing.T) {
+	s := startSpace(t, spacesdtest.Options{})
+	local, remote := t.TempDir(), t.TempDir()
+	_, src := randomFile(t, local, "empty", 0)
+	if r := run(t.Context(), s.home, "", "cp", src, "dev:"+remote+"/e"); r.code != 0 {
+		t.Fatalf("upload: %+v", r)
+	}
+	if r := run(t.Context(), s.home, "", "cp", "dev:"+remote+"/e", local+"/e2"); r.code != 0 {
+		t.Fatalf("download: %+v", r)
+	}
+	if fi, err := os.Stat(local + "/e2"); err != nil || fi.Size() != 0 {
+		t.Fatalf("empty file: %v %v", fi, err)
+	}
+}
+
+// A download resumes from a partial file an earlier run left. A partial
+// whose bytes differ from the Space's is caught by the sha256 check: nothing
+// lands, the partial goes, and the next run is clean.
+func TestCpDownloadResumeIsVerified(t *testing.T) {
+	s := startSpace(t, spacesdtest.Options{})
+	local, remote := t.TempDir(), t.TempDir()
+	data, src := randomFile(t, remote, "f.bin", 1<<20)
+	fi, err := os.Stat(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(local, "f.bin")
+	part := filepath.Join(local, fmt.Sprintf(".f.bin.%d-%d.cua-partial", fi.Size(), fi.ModTime().UnixNano()))
+
+	// A good half: resumed, and the result is whole.
+	if err := os.WriteFile(part, data[:len(data)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t.Context(), s.home, "", "cp", "dev:"+src, dest)
+	if got, _ := os.ReadFile(dest); r.code != 0 || !bytes.Equal(got, data) {
+		t.Fatalf("resumed download: %+v", r)
+	}
+	os.Remove(dest)
+
+	// A corrupt half: refused by the sha256 check.
+	bad := bytes.Repeat([]byte{0xAA}, len(data)/2)
+	if err := os.WriteFile(part, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t.Context(), s.home, "", "cp", "dev:"+src, dest)
+	if r.code == 0 || !strings.Contains(r.stderr, "transfer_failed") || !strings.Contains(r.stderr, "sha256 mismatch") {
+		t.Fatalf("corrupt resume: %+v", r)
+	}
+	if _, err := os.Stat(dest); err == nil {
+		t.Fatal("a download that failed its check left the destination")
+	}
+	if _, err := os.Stat(part); err == nil {
+		t.Fatal("the corrupt partial was kept")
+	}
+	r = run(t.Context(), s.home, "", "cp", "dev:"+src, dest)
+	if got, _ := os.ReadFile(dest); r.code != 0 || !bytes.Equal(got, data) {
+		t.Fatalf("download after the failed one: %+v", r)
+	}
+}
+
+func TestCpArguments(t *testing.T) {
+	s := startSpace(t, spacesdtest.Options{})
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"both local", []string{"a", "b"}, "neither side is in a Space"},
+		{"both remote", []string{"dev:/a", "dev:/b"}, "between two Spaces"},
+		{"relative remote", []string{"a", "dev:a"}, "must be absolute"},
+		{"missing local", []string{filepath.Join(dir, "nope"), "dev:/tmp/x"}, "no such file"},
+		{"missing remote", []string{"dev:" + filepath.Join(dir, "nope"), dir + "/x"}, "not_found"},
+		{"remote dir", []string{"dev:" + dir, dir + "/x"}, "not a file"},
+		{"unknown Space", []string{"nope:/a", dir + "/x"}, "no space named"},
+		{"one argument", []string{"a"}, "usage"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t.Context(), s.home, "", append([]string{"cp"}, tt.args...)...)
+			if r.code == 0 || !strings.Contains(r.stderr, tt.want) {
+				t.Fatalf("want failure mentioning %q, got %+v", tt.want, r)
+			}
+		})
+	}
+}

@@ -1,0 +1,71 @@
+package cli_test
+
+import (
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trycua/cua-spacesd/capabilities/desktop"
+	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
+)
+
+// Without a display the desktop commands name the missing feature and the
+// Space's own limitation, and write nothing.
+func TestDesktopCommandsWithoutDisplay(t *testing.T) {
+	s := startSpace(t, spacesdtest.Options{})
+	out := filepath.Join(t.TempDir(), "shot.png")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"view", []string{"view", "dev"}, "desktop_stream"},
+		{"screenshot", []string{"screenshot", "dev", "-o", out}, "screenshot"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t.Context(), s.home, "", tt.args...)
+			if r.code != 1 || !strings.Contains(r.stderr, "capability_missing") || !strings.Contains(r.stderr, tt.want) {
+				t.Fatalf("%+v", r)
+			}
+		})
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Fatal("a failed screenshot wrote its file")
+	}
+}
+
+func TestScreenshotOnXvfb(t *testing.T) {
+	needTool(t, "Xvfb")
+	v, err := desktop.StartVirtual(t.Context(), desktop.VirtualOptions{Size: "640x480", NoWindowManager: true})
+	if err != nil {
+		t.Fatalf("start Xvfb: %v", err)
+	}
+	t.Cleanup(v.Close)
+	s := startSpace(t, spacesdtest.Options{Display: v.Display()})
+	out := filepath.Join(t.TempDir(), "shot.png")
+
+	r := run(t.Context(), s.home, "", "screenshot", "dev", "-o", out)
+	if r.code != 0 || !strings.Contains(r.stdout, "640x480") {
+		t.Fatalf("screenshot: %+v", r)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg, err := png.DecodeConfig(f)
+	if err != nil || cfg.Width != 640 || cfg.Height != 480 {
+		t.Fatalf("not a 640x480 PNG: %+v %v", cfg, err)
+	}
+
+	// Never over an existing file without --force; scaled on request.
+	if r := run(t.Context(), s.home, "", "screenshot", "dev", "-o", out); r.code == 0 || !strings.Contains(r.stderr, "exists") {
+		t.Fatalf("overwrote without --force: %+v", r)
+	}
+	if r := run(t.Context(), s.home, "", "screenshot", "dev", "-o", out, "--force", "--max-dimension", "320"); r.code != 0 || !strings.Contains(r.stdout, "320x240") {
+		t.Fatalf("screenshot --force --max-dimension: %+v", r)
+	}
+}

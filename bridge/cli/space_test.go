@@ -1,0 +1,116 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
+)
+
+func TestSpaceAddLsRm(t *testing.T) {
+	d := spacesdtest.Start(t, spacesdtest.Options{})
+	home := t.TempDir()
+	ctx := t.Context()
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(d.Token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	r := run(ctx, home, "", "space", "add", "dev", d.URL, "--token-file", tokenFile)
+	if r.code != 0 || !strings.Contains(r.stdout, "added dev") {
+		t.Fatalf("space add: %+v", r)
+	}
+
+	r = run(ctx, home, "", "space", "ls")
+	if r.code != 0 {
+		t.Fatalf("space ls: %+v", r)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "NAME") {
+		t.Fatalf("space ls table:\n%s", r.stdout)
+	}
+	if f := strings.Fields(lines[1]); len(f) != 4 || f[0] != "dev" || f[1] != d.URL || f[2] != "yes" || f[3] != "test" {
+		t.Fatalf("space ls row %q", lines[1])
+	}
+
+	r = run(ctx, home, "", "space", "ls", "--json")
+	var rows []struct {
+		Name     string   `json:"name"`
+		Online   bool     `json:"online"`
+		Features []string `json:"features"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != 1 || !rows[0].Online {
+		t.Fatalf("space ls --json: %v %+v", err, r)
+	}
+
+	r = run(ctx, home, "", "space", "rm", "dev")
+	if r.code != 0 {
+		t.Fatalf("space rm: %+v", r)
+	}
+	r = run(ctx, home, "", "space", "ls")
+	if strings.Contains(r.stdout, "dev") {
+		t.Fatalf("dev still listed after rm:\n%s", r.stdout)
+	}
+}
+
+func TestSpaceAddRefuses(t *testing.T) {
+	d := spacesdtest.Start(t, spacesdtest.Options{})
+	// A web server that is not spacesd: answers everything with a page.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("<html>hello</html>"))
+	})}
+	go func() { _ = web.Serve(ln) }()
+	t.Cleanup(func() { _ = web.Close() })
+
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"wrong token", []string{"space", "add", "dev", d.URL, "--token", "wrong"}, "unauthenticated"},
+		{"not spacesd", []string{"space", "add", "dev", "http://" + ln.Addr().String(), "--token", "x"}, "runs no cua-spacesd"},
+		{"bad name", []string{"space", "add", "bad name!", d.URL}, "space name"},
+		{"bad url", []string{"space", "add", "dev", "ftp://x"}, "not an http(s) URL"},
+		{"two tokens", []string{"space", "add", "dev", d.URL, "--token", "a", "--token-file", "f"}, "one way only"},
+		{"rm unknown", []string{"space", "rm", "nope"}, "no space named"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			r := run(t.Context(), home, "", tt.args...)
+			if r.code == 0 || !strings.Contains(strings.ToLower(r.stderr), strings.ToLower(tt.want)) {
+				t.Fatalf("want failure mentioning %q, got %+v", tt.want, r)
+			}
+			if r := run(t.Context(), home, "", "space", "ls"); strings.Contains(r.stdout, "dev") {
+				t.Fatalf("refused Space was registered:\n%s", r.stdout)
+			}
+		})
+	}
+}
+
+func TestSpaceAddNoVerifyOffline(t *testing.T) {
+	// A port nothing listens on: registered with --no-verify, listed offline.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	home := t.TempDir()
+	if r := run(t.Context(), home, "", "space", "add", "gone", addr, "--no-verify"); r.code != 0 {
+		t.Fatalf("space add --no-verify: %+v", r)
+	}
+	r := run(t.Context(), home, "", "space", "ls")
+	if !strings.Contains(r.stdout, "gone") || !strings.Contains(r.stdout, "no (env)") {
+		t.Fatalf("offline Space not shown offline:\n%s", r.stdout)
+	}
+}
