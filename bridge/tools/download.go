@@ -253,11 +253,11 @@ func (d *downloader) copy(w io.Writer, r io.Reader, name string) (int64, error) 
 	}
 }
 
-// spaceSHA256 asks the Space for the file's sha256: from the answer's header
-// when the daemon sends one, else by running sha256sum there. "" means the
+// spaceSHA256 asks the Space for the file's sha256: from the answer's
+// trailer (the daemon hashes what it sends), else by running sha256sum there. "" means the
 // Space cannot tell (no shell): the size check is then all there is.
 func (d *downloader) spaceSHA256(ctx context.Context, resp *http.Response, src string) (string, error) {
-	if s := resp.Header.Get(api.HeaderSHA256); len(s) == 64 {
+	if s := resp.Trailer.Get(api.HeaderSHA256); len(s) == 64 {
 		return s, nil
 	}
 	if ok, _ := d.c.Space.Caps.Supports(api.FeatureShell); !ok {

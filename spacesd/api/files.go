@@ -23,7 +23,10 @@ const (
 // Response headers of GET /v1/files/content.
 const (
 	HeaderFileSize = "X-Cua-File-Size" // the whole file's size, whatever the range
-	HeaderSHA256   = "X-Cua-Sha256"    // sha256 of the bytes written (PUT)
+	// HeaderSHA256 is the sha256 of the bytes written (PUT answer header), or
+	// of the whole file sent (GET without a range: a trailer, read it from
+	// http.Response.Trailer once the body is read to EOF).
+	HeaderSHA256 = "X-Cua-Sha256"
 )
 
 // FileType is the kind of a directory entry.

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
@@ -53,7 +55,16 @@ func (g *fileGroup) handleRead(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Accept-Ranges", "bytes")
 	h.Set(api.HeaderFileSize, strconv.FormatInt(size, 10))
-	h.Set("Content-Length", strconv.FormatInt(n, 10))
+	// A whole-file answer carries the sha256 of the bytes sent as a trailer,
+	// hashed while they go out: the client verifies a download in one pass,
+	// with no second read of the file. Trailers need chunked encoding, so
+	// such an answer has no Content-Length (X-Cua-File-Size says the size).
+	wholeFile := !byQuery && !byRange && r.Method != http.MethodHead
+	if wholeFile {
+		h.Set("Trailer", api.HeaderSHA256)
+	} else {
+		h.Set("Content-Length", strconv.FormatInt(n, 10))
+	}
 	status := http.StatusOK
 	if byRange {
 		status = http.StatusPartialContent
@@ -63,11 +74,17 @@ func (g *fileGroup) handleRead(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead || n == 0 {
 		return
 	}
-	cw := &countingWriter{w: w, count: g.s.metrics.BytesOut.Add}
+	var out io.Writer = &countingWriter{w: w, count: g.s.metrics.BytesOut.Add}
+	sum := sha256.New()
+	if wholeFile {
+		out = io.MultiWriter(out, sum)
+	}
 	buf := make([]byte, min(n, files.CopyBufferBytes))
-	// The status is sent: a failure now can only cut the body short,
-	// which the client sees as fewer bytes than Content-Length.
-	_, _ = io.CopyBuffer(cw, io.NewSectionReader(f, off, n), buf)
+	// The status is sent: a failure now can only cut the body short, which
+	// the client sees as fewer bytes than the size, and no trailer.
+	if _, err := io.CopyBuffer(out, io.NewSectionReader(f, off, n), buf); err == nil && wholeFile {
+		h.Set(api.HeaderSHA256, hex.EncodeToString(sum.Sum(nil)))
+	}
 }
 
 // countingWriter adds the bytes written to a metric.
