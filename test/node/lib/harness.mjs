@@ -351,8 +351,8 @@ export async function rawInitialize(bridge, version, { token = bridge.token } = 
         if (m.id === 1) msg = m;
       }
     }
-  } else {
-    msg = body ? JSON.parse(body) : undefined;
+  } else if ((r.headers.get('content-type') || '').includes('json') && body) {
+    msg = JSON.parse(body);
   }
   if (sessionId) {
     // End the session so the bridge does not keep it around.
@@ -361,7 +361,7 @@ export async function rawInitialize(bridge, version, { token = bridge.token } = 
       headers: { 'mcp-session-id': sessionId, Authorization: `Bearer ${token}` },
     }).catch(() => {});
   }
-  return { status: r.status, msg, sessionId };
+  return { status: r.status, msg, sessionId, body };
 }
 
 /**
