@@ -10,7 +10,7 @@ GOTEST   ?= $(GO) test -race -count=1 -timeout 20m
 build:
 	@mkdir -p bin
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cua-spacesd ./spacesd
-	@if [ -d bridge ] && ls bridge/*.go >/dev/null 2>&1; then CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cua-bridge ./bridge; fi
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cua-bridge ./bridge
 
 test: lint build
 	$(GOTEST) ./...

@@ -21,6 +21,13 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+for port in "$spacesd_port" "$bridge_port"; do
+	if curl -s -o /dev/null "http://127.0.0.1:$port/" 2>/dev/null; then
+		echo "make run: port $port is already in use (another make run?); pick others with SPACESD_PORT=... BRIDGE_PORT=..." >&2
+		exit 1
+	fi
+done
+
 # A desktop too when the machine can give one: the daemon starts its own
 # Xvfb when no DISPLAY is set and Xvfb is installed.
 xvfb_flag=""
@@ -29,21 +36,29 @@ if [ -z "${DISPLAY:-}" ] && command -v Xvfb >/dev/null 2>&1 && bin/cua-spacesd s
 fi
 bin/cua-spacesd serve --listen "127.0.0.1:$spacesd_port" --token-file "$state/spacesd.token" \
 	--data-dir "$state/spacesd" $xvfb_flag 2>"$state/spacesd.log" &
-pids="$pids $!"
+spacesd_pid=$!
+pids="$pids $spacesd_pid"
 
 # Wait for the daemon to answer its health check instead of guessing a delay.
 i=0
 until curl -fsS "http://127.0.0.1:$spacesd_port/health" >/dev/null 2>&1; do
-	i=$((i+1)); [ $i -lt 100 ] || { echo "cua-spacesd did not start:"; cat "$state/spacesd.log"; exit 1; }
+	i=$((i+1))
+	if [ $i -ge 100 ] || ! kill -0 "$spacesd_pid" 2>/dev/null; then
+		echo "cua-spacesd did not start:"; cat "$state/spacesd.log"; exit 1
+	fi
 	sleep 0.1
 done
 
 bin/cua-bridge space add local "http://127.0.0.1:$spacesd_port" --token-file "$state/spacesd.token" >/dev/null
 bin/cua-bridge serve --listen "127.0.0.1:$bridge_port" --token-file "$state/bridge.token" 2>"$state/bridge.log" &
-pids="$pids $!"
+bridge_pid=$!
+pids="$pids $bridge_pid"
 i=0
 until curl -s -o /dev/null "http://127.0.0.1:$bridge_port/mcp" 2>/dev/null; do
-	i=$((i+1)); [ $i -lt 100 ] || { echo "cua-bridge did not start:"; cat "$state/bridge.log"; exit 1; }
+	i=$((i+1))
+	if [ $i -ge 100 ] || ! kill -0 "$bridge_pid" 2>/dev/null; then
+		echo "cua-bridge did not start:"; cat "$state/bridge.log"; exit 1
+	fi
 	sleep 0.1
 done
 
