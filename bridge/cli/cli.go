@@ -76,6 +76,10 @@ var cliHints = map[api.Kind]string{
 	api.KindUnauthenticated:     "re-add the Space with its current token: cua-bridge space add NAME URL --token-file FILE",
 	api.KindSpacesdNotAvailable: "check the URL: the Space must run cua-spacesd (port 3211 by default)",
 	api.KindNotFound:            "cua-bridge space ls lists the registered Spaces",
+	api.KindCapabilityMissing:   "cua-bridge space ls --json lists what each Space supports",
+	// The message names the argument at fault; the API hint points at
+	// route documentation a person at the command line does not need.
+	api.KindInvalidArgument: "",
 }
 
 // fail prints err for a person (kind and message, then the hint) and
@@ -84,7 +88,7 @@ func (env Env) fail(code int, err error) int {
 	e := api.AsError(err)
 	fmt.Fprintf(env.Stderr, "cua-bridge: %s: %s\n", e.Kind, e.Error())
 	hint := e.Hint
-	if h, ok := cliHints[e.Kind]; ok && (e.Kind != api.KindNotFound || strings.Contains(e.Message, "space")) {
+	if h, ok := cliHints[e.Kind]; ok && (e.Kind != api.KindNotFound || strings.Contains(strings.ToLower(e.Message), "space")) {
 		hint = h
 	}
 	if hint != "" {
