@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"image"
-	"image/jpeg"
 	"image/png"
 	"math"
 	"runtime"
@@ -16,6 +15,7 @@ import (
 	"github.com/jezek/xgb/xproto"
 	"golang.org/x/image/draw"
 
+	"github.com/trycua/cua-spacesd/media/jpegenc"
 	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
@@ -223,6 +223,10 @@ func (p *pngPool) Get() *png.EncoderBuffer {
 }
 func (p *pngPool) Put(b *png.EncoderBuffer) { p.p.Put(b) }
 
+// jpegEncoder codes JPEG screenshots in parallel bands and keeps its band
+// buffers between screenshots (image/jpeg took ~50 ms for 1080p on 2 cores).
+var jpegEncoder jpegenc.Encoder
+
 // Scaled returns img scaled down so that neither side exceeds maxDim, and
 // the scale (image pixels per source pixel).
 func Scaled(img *image.RGBA, maxDim int) (*image.RGBA, float64) {
@@ -246,16 +250,18 @@ func encode(img *image.RGBA, bounds api.Rect, req api.ScreenshotRequest) ([]byte
 		Width: out.Bounds().Dx(), Height: out.Bounds().Dy(), Scale: scale,
 		Format: req.Format, Bounds: bounds, WindowID: req.WindowID,
 	}
-	var buf bytes.Buffer
-	var err error
 	if req.Format == api.FormatJPEG {
-		buf.Grow(len(out.Pix) / 8)
-		err = jpeg.Encode(&buf, out, &jpeg.Options{Quality: req.Quality})
-	} else {
-		buf.Grow(len(out.Pix) / 4)
-		err = pngEncoder.Encode(&buf, out)
+		b, err := jpegEncoder.Append(nil, jpegenc.Image{
+			Pix: out.Pix, Stride: out.Stride, Width: info.Width, Height: info.Height, Format: jpegenc.RGBA,
+		}, jpegenc.Options{Quality: req.Quality})
+		if err != nil {
+			return nil, info, api.Errorf(api.KindEnv, "encode %s screenshot: %w", req.Format, err)
+		}
+		return b, info, nil
 	}
-	if err != nil {
+	var buf bytes.Buffer
+	buf.Grow(len(out.Pix) / 4)
+	if err := pngEncoder.Encode(&buf, out); err != nil {
 		return nil, info, api.Errorf(api.KindEnv, "encode %s screenshot: %w", req.Format, err)
 	}
 	return buf.Bytes(), info, nil
