@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -294,8 +296,10 @@ func (x *transfer) download(ctx context.Context, src location, dst string) error
 	offset, attempt := have, 0
 	prog.set(offset)
 	out := io.MultiWriter(localWriter{f, part}, h)
+	// trailerSum is the daemon's sha256 of a whole file it sent in one answer.
+	var trailerSum string
 	for offset < fi.Size {
-		body, _, err := x.c.Read(ctx, src.path, offset, fi.Size-offset)
+		body, resp, err := x.open(ctx, src.path, offset, fi.Size-offset)
 		if err == nil {
 			base := offset
 			cr := &countingReader{r: body, report: func(k int64) { prog.set(base + k) }}
@@ -308,8 +312,12 @@ func (x *transfer) download(ctx context.Context, src location, dst string) error
 				// A failed read of the body: the connection, retryable.
 				err = api.Errorf(api.KindEnv, "read %s: %w", src, err)
 			}
-			if err == nil && n == 0 {
+			if err == nil && n == 0 && offset < fi.Size {
 				return api.Errorf(api.KindTransferFailed, "download %s: the file shrank below %d bytes while it was read", src, fi.Size)
+			}
+			if err == nil && resp != nil {
+				// Read to EOF: the trailer is there now.
+				trailerSum = resp.Trailer.Get(api.HeaderSHA256)
 			}
 		}
 		if err != nil {
@@ -333,9 +341,13 @@ func (x *transfer) download(ctx context.Context, src location, dst string) error
 		return api.Errorf(api.KindIO, "fsync %s: %w", part, err)
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
-	remoteSum, err := x.remoteSHA256(ctx, src.path)
-	if err != nil {
-		return err
+	remoteSum := trailerSum
+	if len(remoteSum) != sha256.Size*2 {
+		// A resumed download came in ranges, which carry no sha256: ask
+		// the Space to hash the file.
+		if remoteSum, err = x.remoteSHA256(ctx, src.path); err != nil {
+			return err
+		}
 	}
 	if remoteSum != "" && remoteSum != sum {
 		return api.Errorf(api.KindTransferFailed, "download %s: sha256 mismatch (got %s, the Space has %s); nothing was written", src, sum, remoteSum)
@@ -352,6 +364,21 @@ func (x *transfer) download(ctx context.Context, src location, dst string) error
 	}
 	fmt.Fprintf(x.env.Stdout, "%s -> %s (%d bytes, %s)\n", src, dest, offset, verified)
 	return nil
+}
+
+// open reads the remote file from offset. From the start it is one
+// whole-file answer, which carries the daemon's sha256 of what it sent as a
+// trailer (resp is then set); a resume is a ranged read.
+func (x *transfer) open(ctx context.Context, p string, offset, n int64) (io.ReadCloser, *http.Response, error) {
+	if offset > 0 {
+		body, _, err := x.c.Read(ctx, p, offset, n)
+		return body, nil, err
+	}
+	resp, err := x.c.Do(ctx, http.MethodGet, api.PathFileContent, url.Values{"path": {p}}, nil, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	return resp.Body, resp, nil
 }
 
 // place moves a finished download to dest. Without force it links, which

@@ -182,3 +182,33 @@ func TestCpArguments(t *testing.T) {
 		})
 	}
 }
+
+// A whole download is verified by the sha256 the daemon sends as a trailer:
+// no tool in the Space needed. With no sha256sum on the Space's PATH, a fresh
+// download still says "verified"; only a resumed one falls back to size.
+func TestCpDownloadVerifiedWithoutHashTool(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // the daemon's children find no sha256sum
+	s := startSpace(t, spacesdtest.Options{})
+	local, remote := t.TempDir(), t.TempDir()
+	data, src := randomFile(t, remote, "f.bin", 3<<20)
+	r := run(t.Context(), s.home, "", "cp", "dev:"+src, local+"/")
+	if r.code != 0 || !strings.Contains(r.stdout, "sha256 "+sum(data)+" verified") || strings.Contains(r.stdout, "no sha256 tool") {
+		t.Fatalf("fresh download: %+v", r)
+	}
+	// The control: a resumed download (ranges, no trailer) finds no tool.
+	fi, err := os.Stat(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := filepath.Join(local, fmt.Sprintf(".g.bin.%d-%d.cua-partial", fi.Size(), fi.ModTime().UnixNano()))
+	if err := os.WriteFile(part, data[:1<<20], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t.Context(), s.home, "", "cp", "dev:"+src, local+"/g.bin")
+	if r.code != 0 || !strings.Contains(r.stdout, "no sha256 tool") {
+		t.Fatalf("resumed download: %+v", r)
+	}
+	if got, _ := os.ReadFile(local + "/g.bin"); !bytes.Equal(got, data) {
+		t.Fatal("resumed download differs")
+	}
+}
