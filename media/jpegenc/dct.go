@@ -22,11 +22,13 @@ const (
 	// int64 with room, and 2^-20 is far below the rounding that matters.
 	recipBits = 20
 
-	// maxCoef bounds a quantised coefficient so its magnitude category
-	// is at most 10 (AC) and a DC difference at most 11, the largest the
-	// Annex K tables code for 8-bit samples. Only quality 100 on extreme
-	// blocks comes near it.
-	maxCoef = 1023
+	// maxAC and maxDC bound quantised coefficients to what the Annex K
+	// tables code for 8-bit samples: AC categories up to 10, DC
+	// differences up to 11. Exact arithmetic never exceeds them (|AC| <
+	// 930, DC in -1024..1016); they catch fixed-point rounding at
+	// quality 100.
+	maxAC = 1<<10 - 1
+	maxDC = 1 << 10
 )
 
 // Fixed-point multipliers of the Arai-Agui-Nakajima factorisation of the
@@ -50,11 +52,26 @@ func mul(x, c int) int { return (x*c + 1<<(dctBits-1)) >> dctBits }
 // 8*4*aan(u)*aan(v), where aan(0) = 1 and aan(k) = sqrt(2)*cos(k*pi/16).
 func fdct(b *[blockSize]int32) {
 	for r := 0; r < blockSize; r += blockDim {
-		p := (*[blockDim]int32)(b[r : r+blockDim])
+		p := (*[blockDim]int32)(b[r:])
 		o0, o1, o2, o3, o4, o5, o6, o7 := fdct1(int(p[0]), int(p[1]), int(p[2]), int(p[3]), int(p[4]), int(p[5]), int(p[6]), int(p[7]))
 		p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7] = int32(o0), int32(o1), int32(o2), int32(o3), int32(o4), int32(o5), int32(o6), int32(o7)
 	}
-	for c := 0; c < blockDim; c++ {
+	fdctColumns(b)
+}
+
+// fdctPlane is fdct of the 8x8 block at off in a 16x16 luma plane, into b.
+func fdctPlane(b *[blockSize]int32, plane *[mcuDim * mcuDim]int32, off int) {
+	for r := range blockDim {
+		p := (*[blockDim]int32)(plane[off+r*mcuDim:])
+		q := (*[blockDim]int32)(b[r*blockDim:])
+		o0, o1, o2, o3, o4, o5, o6, o7 := fdct1(int(p[0]), int(p[1]), int(p[2]), int(p[3]), int(p[4]), int(p[5]), int(p[6]), int(p[7]))
+		q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7] = int32(o0), int32(o1), int32(o2), int32(o3), int32(o4), int32(o5), int32(o6), int32(o7)
+	}
+	fdctColumns(b)
+}
+
+func fdctColumns(b *[blockSize]int32) {
+	for c := range blockDim {
 		o0, o1, o2, o3, o4, o5, o6, o7 := fdct1(int(b[c]), int(b[c+8]), int(b[c+16]), int(b[c+24]), int(b[c+32]), int(b[c+40]), int(b[c+48]), int(b[c+56]))
 		b[c], b[c+8], b[c+16], b[c+24], b[c+32], b[c+40], b[c+48], b[c+56] = int32(o0), int32(o1), int32(o2), int32(o3), int32(o4), int32(o5), int32(o6), int32(o7)
 	}
@@ -113,23 +130,22 @@ func newQuantizer(q *[blockSize]uint8) quantizer {
 	return z
 }
 
-// quantize divides fdct's output by the quantiser, rounding to nearest,
-// into zig-zag order. The answer's bit k is set when AC coefficient k is
-// not zero, which lets the entropy coder jump over runs of zeros.
+// quantize divides fdct's output by the quantiser, rounding to nearest
+// (ties upwards, which makes no measurable difference to symmetric
+// rounding), into zig-zag order. The answer's bit k is set when AC
+// coefficient k is not zero, which lets the entropy coder jump over runs
+// of zeros. The entropy coder clamps the rare AC coefficient that needs
+// more than the 10 bits Annex K codes.
 func quantize(out *[blockSize]int32, in *[blockSize]int32, q *quantizer) uint64 {
 	var nz uint64
-	for k := 0; k < blockSize; k++ {
-		c := int(in[zigzag[k]])
-		s := c >> 63 // 0 or -1
-		a := (c ^ s) - s
-		v := (a*q[k] + 1<<(recipBits-1)) >> recipBits
-		v = min(v, maxCoef)
-		out[k] = int32((v ^ s) - s)
-		if v != 0 {
-			nz |= 1 << k
-		}
+	for k := blockSize - 1; k > 0; k-- {
+		v := (int(in[zigzag[k]&(blockSize-1)])*q[k] + 1<<(recipBits-1)) >> recipBits
+		out[k] = int32(v)
+		nz = nz<<1 | uint64(v|-v)>>63 // branch-free: which are zero is unpredictable
 	}
-	return nz &^ 1
+	dc := (int(in[0])*q[0] + 1<<(recipBits-1)) >> recipBits
+	out[0] = int32(min(max(dc, -maxDC), maxDC))
+	return nz << 1
 }
 
 // scaledQuant scales an Annex K table for a quality of 1-100 the way the

@@ -5,6 +5,9 @@ import (
 	"math/bits"
 )
 
+// maxACSize is the largest AC magnitude category Annex K codes.
+const maxACSize = 10
+
 // bitWriter packs Huffman codes MSB first into buf, stuffing a zero byte
 // after every 0xFF of entropy-coded data (T.81 F.1.2.3) so a decoder never
 // mistakes data for a marker.
@@ -92,6 +95,9 @@ func (w *bitWriter) encodeBlock(zz *[blockSize]int32, nz uint64, prevDC *int32, 
 			w.put(z.code, z.size)
 		}
 		size, extra := magnitude(zz[k])
+		if size > maxACSize {
+			size, extra = magnitude(min(max(zz[k], -maxAC), maxAC))
+		}
 		h := ac[uint32(run)<<4|size]
 		w.put(h.code<<size|extra, h.size+size)
 		next = k + 1
