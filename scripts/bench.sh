@@ -32,3 +32,6 @@ bench ./capabilities/desktop 'Screenshot' 1s
 
 section "input latency: click call to the ButtonPress a test X client receives"
 bench ./capabilities/desktop 'InputLatency' 1s
+
+section "1920x1080 JPEG encode at quality 80: media/jpegenc (parallel bands, from RGBA and BGRX) vs image/jpeg on the same frame"
+bench ./media/jpegenc 'Encode1080p' 1s

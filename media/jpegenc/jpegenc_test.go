@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"image"
+	"image/draw"
 	"image/jpeg"
 	"math"
 	"math/rand/v2"
@@ -75,15 +76,13 @@ func psnr(t *testing.T, src *image.RGBA, got image.Image) float64 {
 	if got.Bounds().Size() != src.Bounds().Size() {
 		t.Fatalf("decoded image is %v, want %v", got.Bounds().Size(), src.Bounds().Size())
 	}
+	rgb := image.NewRGBA(src.Rect)
+	draw.Draw(rgb, rgb.Rect, got, got.Bounds().Min, draw.Src)
 	var se float64
-	for y := range src.Rect.Dy() {
-		for x := range src.Rect.Dx() {
-			r, g, b, _ := got.At(x, y).RGBA()
-			i := src.PixOffset(x, y)
-			for c, v := range [3]uint32{r >> 8, g >> 8, b >> 8} {
-				d := float64(v) - float64(src.Pix[i+c])
-				se += d * d
-			}
+	for i, v := range rgb.Pix {
+		if i%4 != 3 {
+			d := float64(v) - float64(src.Pix[i])
+			se += d * d
 		}
 	}
 	mse := se / float64(3*src.Rect.Dx()*src.Rect.Dy())
@@ -117,13 +116,14 @@ func TestQualityPSNR(t *testing.T) {
 		{90, 31},
 		{100, 32},
 	} {
+		want := refPSNR(t, src, tc.quality)
 		for _, bands := range []int{1, 3, 0} {
 			for _, in := range []jpegenc.Image{rgbaImage(src), bgrx(src)} {
 				b, err := enc.Append(nil, in, jpegenc.Options{Quality: tc.quality, Bands: bands})
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, want := psnr(t, src, decode(t, b)), refPSNR(t, src, tc.quality)
+				got := psnr(t, src, decode(t, b))
 				t.Logf("quality %d bands %d format %d: %.2f dB in %d bytes (image/jpeg %.2f dB)",
 					tc.quality, bands, in.Format, got, len(b), want)
 				if got < tc.minDB || got < want-0.5 {
@@ -176,6 +176,7 @@ func TestSizes(t *testing.T) {
 	var enc jpegenc.Encoder
 	for _, sz := range []image.Point{{1, 1}, {2, 2}, {7, 3}, {8, 8}, {16, 16}, {17, 9}, {15, 33}, {33, 1}, {1, 40}, {1921, 1081}} {
 		src := testFrame(sz.X, sz.Y, uint64(sz.X*sz.Y))
+		want := refPSNR(t, src, 90)
 		for _, bands := range []int{1, 4, 0} {
 			b, err := enc.Append(nil, rgbaImage(src), jpegenc.Options{Quality: 90, Bands: bands})
 			if err != nil {
@@ -186,7 +187,7 @@ func TestSizes(t *testing.T) {
 				t.Fatalf("%v bands %d: decoded bounds %v", sz, bands, got.Bounds())
 			}
 			// Edge replication keeps partial blocks as good as whole ones.
-			if p, want := psnr(t, src, got), refPSNR(t, src, 90); p < want-1 {
+			if p := psnr(t, src, got); p < want-1 {
 				t.Errorf("%v bands %d: PSNR %.2f dB, image/jpeg %.2f dB", sz, bands, p, want)
 			}
 		}
@@ -222,75 +223,73 @@ func TestFlatColours(t *testing.T) {
 }
 
 // TestRestartMarkers parses the file's markers: one DRI whose interval
-// is a whole number of MCU rows, and RST0..RST7 in cycle between bands,
-// each right after entropy-coded data with no stray marker inside it.
+// is a whole number of MCU rows, RST0..RST7 in cycle between bands, only
+// stuffed 0xFF bytes inside the entropy-coded data, and EOI last. Bands
+// change the coding, never the picture: every split decodes to exactly
+// the pixels of the one-band file.
 func TestRestartMarkers(t *testing.T) {
 	var enc jpegenc.Encoder
-	const w, h = 200, 170 // 13 MCU columns, 11 MCU rows
+	const w, h, mcuCols, mcuRows = 200, 170, 13, 11
 	src := testFrame(w, h, 7)
-	for _, bands := range []int{2, 3, 11, 20} {
+	one, err := enc.Append(nil, rgbaImage(src), jpegenc.Options{Quality: 80, Bands: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := decode(t, one).(*image.YCbCr)
+	for _, bands := range []int{1, 2, 3, 11, 20} {
 		b, err := enc.Append(nil, rgbaImage(src), jpegenc.Options{Quality: 80, Bands: bands})
 		if err != nil {
 			t.Fatal(err)
 		}
-		decode(t, b)
-		dri, rsts, sos := -1, []byte(nil), -1
-		for i := 2; i < len(b)-1; {
+		got := decode(t, b).(*image.YCbCr)
+		if !bytes.Equal(got.Y, whole.Y) || !bytes.Equal(got.Cb, whole.Cb) || !bytes.Equal(got.Cr, whole.Cr) {
+			t.Errorf("bands %d: decodes to other pixels than one band", bands)
+		}
+
+		dri, i := 0, 2
+		for b[i+1] != 0xda { // marker segments up to SOS
 			if b[i] != 0xff {
 				t.Fatalf("bands %d: byte %d is %#x, want a marker", bands, i, b[i])
 			}
-			m := b[i+1]
-			if m == 0xd9 {
-				if i != len(b)-2 {
-					t.Fatalf("bands %d: EOI at %d of %d", bands, i, len(b))
-				}
-				break
-			}
-			n := int(b[i+2])<<8 | int(b[i+3])
-			if m == 0xdd {
+			if b[i+1] == 0xdd {
 				dri = int(b[i+4])<<8 | int(b[i+5])
 			}
-			i += 2 + n
-			if m != 0xda {
+			i += 2 + (int(b[i+2])<<8 | int(b[i+3]))
+		}
+		i += 2 + (int(b[i+2])<<8 | int(b[i+3]))
+		var rsts []int
+		for ; ; i++ {
+			if b[i] != 0xff {
 				continue
 			}
-			sos = i
-			// Entropy-coded data: 0xFF is followed by 0 (stuffing) or RSTn.
-			for ; i < len(b)-1; i++ {
-				if b[i] != 0xff {
-					continue
-				}
-				switch nx := b[i+1]; {
-				case nx == 0:
-					i++
-				case nx >= 0xd0 && nx <= 0xd7:
-					rsts = append(rsts, nx-0xd0)
-					i++
-				case nx == 0xd9:
-					i--
-				default:
-					t.Fatalf("bands %d: marker %#x inside the scan at %d", bands, nx, i)
-				}
-				if b[i] == 0xd9 || (i+1 < len(b) && b[i+1] == 0xff && b[i+2] == 0xd9) {
-					i++
-					break
-				}
+			i++
+			if b[i] == 0 {
+				continue // stuffed data byte
+			}
+			if b[i] >= 0xd0 && b[i] <= 0xd7 {
+				rsts = append(rsts, int(b[i]-0xd0))
+				continue
+			}
+			if b[i] != 0xd9 || i != len(b)-1 {
+				t.Fatalf("bands %d: marker %#x at %d of %d inside the scan", bands, b[i], i-1, len(b))
 			}
 			break
 		}
-		if sos < 0 {
-			t.Fatalf("bands %d: no SOS", bands)
+
+		rowsPerBand := (mcuRows + bands - 1) / bands
+		nb := (mcuRows + rowsPerBand - 1) / rowsPerBand
+		wantDRI := rowsPerBand * mcuCols
+		if nb == 1 {
+			wantDRI = 0 // one band: no restart interval at all
 		}
-		rowsPerBand := (11 + bands - 1) / bands
-		nb := (11 + rowsPerBand - 1) / rowsPerBand
-		if dri != rowsPerBand*13 {
-			t.Errorf("bands %d: DRI %d, want %d MCUs (%d rows of 13)", bands, dri, rowsPerBand*13, rowsPerBand)
+		if dri != wantDRI {
+			t.Errorf("bands %d: DRI %d, want %d", bands, dri, wantDRI)
 		}
 		if len(rsts) != nb-1 {
 			t.Fatalf("bands %d: %d restart markers, want %d", bands, len(rsts), nb-1)
 		}
 		for i, r := range rsts {
-			if int(r) != i%8 {
+			if r != i%8 {
 				t.Errorf("bands %d: restart marker %d is RST%d, want RST%d", bands, i, r, i%8)
 			}
 		}
@@ -346,5 +345,52 @@ func TestAppend(t *testing.T) {
 	var w bytes.Buffer
 	if err := enc.Encode(&w, img, jpegenc.Options{}); err != nil || !bytes.Equal(w.Bytes(), a) {
 		t.Fatalf("Encode differs from Append (err %v)", err)
+	}
+}
+
+// TestExtremes codes the patterns with the largest DCT coefficients
+// (each block's pixels at 0 or 255 following the signs of a basis
+// function) and saturated colours at the quality bounds, where the
+// quantised values come closest to what the Huffman tables can code.
+func TestExtremes(t *testing.T) {
+	var enc jpegenc.Encoder
+	const size = 64
+	patterns := map[string]func(x, y int) [3]uint8{
+		"checkerboard": func(x, y int) [3]uint8 {
+			v := uint8((x + y) % 2 * 255)
+			return [3]uint8{v, v, v}
+		},
+		"basis": func(x, y int) [3]uint8 {
+			u, v := x/8%8, y/8%8 // each block a different basis function
+			cx := math.Cos(float64(2*(x%8)+1) * float64(u) * math.Pi / 16)
+			cy := math.Cos(float64(2*(y%8)+1) * float64(v) * math.Pi / 16)
+			p := uint8(0)
+			if cx*cy >= 0 {
+				p = 255
+			}
+			return [3]uint8{p, 255 - p, p}
+		},
+		"saturated": func(x, y int) [3]uint8 {
+			return [...][3]uint8{{255, 0, 0}, {0, 255, 0}, {0, 0, 255}, {255, 255, 0}}[(x/3+y/5)%4]
+		},
+	}
+	for name, f := range patterns {
+		src := image.NewRGBA(image.Rect(0, 0, size, size))
+		for y := range size {
+			for x := range size {
+				c := f(x, y)
+				i := src.PixOffset(x, y)
+				src.Pix[i], src.Pix[i+1], src.Pix[i+2], src.Pix[i+3] = c[0], c[1], c[2], 255
+			}
+		}
+		for _, q := range []int{jpegenc.MinQuality, 50, jpegenc.MaxQuality} {
+			b, err := enc.Append(nil, rgbaImage(src), jpegenc.Options{Quality: q})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := psnr(t, src, decode(t, b)), refPSNR(t, src, q); got < want-0.5 {
+				t.Errorf("%s quality %d: PSNR %.2f dB, image/jpeg %.2f dB", name, q, got, want)
+			}
+		}
 	}
 }
