@@ -13,8 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
+
+	"github.com/trycua/cua-spacesd/internal/proctest"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -302,19 +303,10 @@ func TestCancelStopsBash(t *testing.T) {
 		t.Fatal("cancelled call returned no error")
 	}
 	eventually(t, "sleep 300 is killed in the Space", func() bool {
-		return syscall.Kill(pid, 0) == syscall.ESRCH || isZombie(pid)
+		return !proctest.Alive(pid)
 	})
 	// The session still works.
 	if r := call(t, cs, "space_bash", map[string]any{"space": "s1", "command": "echo ok"}); r.IsError {
 		t.Fatal(text(r))
 	}
-}
-
-func isZombie(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	return len(f) > 0 && f[0] == "Z"
 }
