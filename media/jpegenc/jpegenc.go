@@ -11,6 +11,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/trycua/cua-spacesd/spacesd/api"
 )
@@ -83,7 +84,8 @@ type Options struct {
 // of screenshots does not allocate a frame's worth each time. The zero
 // value is ready; an Encoder is safe for concurrent use.
 type Encoder struct {
-	bufs sync.Pool // *[]byte, one band's entropy-coded data
+	bufs sync.Pool              // *[]byte, one band's entropy-coded data
+	last atomic.Pointer[tables] // the previous call's, reused at the same quality
 }
 
 // Encode writes img as a JPEG to w.
@@ -119,7 +121,11 @@ func (e *Encoder) Append(dst []byte, img Image, o Options) ([]byte, error) {
 		restart = rowsPerBand * mcuCols
 	}
 
-	t := newTables(o.Quality)
+	t := e.last.Load()
+	if t == nil || t.quality != o.Quality {
+		t = newTables(o.Quality)
+		e.last.Store(t)
+	}
 	out := make([]*[]byte, bands)
 	var wg sync.WaitGroup
 	for i := range bands {
@@ -180,7 +186,8 @@ func check(img Image, o *Options) error {
 		return api.Errorf(api.KindInvalidArgument, "jpeg pixel format %d is unknown", img.Format)
 	case img.Stride < img.Width*bytesPerPixel:
 		return api.Errorf(api.KindInvalidArgument, "jpeg image stride %d is below width %d x %d bytes", img.Stride, img.Width, bytesPerPixel)
-	case len(img.Pix) < (img.Height-1)*img.Stride+img.Width*bytesPerPixel:
+	case img.Height > 1 && img.Stride > len(img.Pix), // and so (Height-1)*Stride cannot overflow below
+		len(img.Pix) < (img.Height-1)*img.Stride+img.Width*bytesPerPixel:
 		return api.Errorf(api.KindInvalidArgument, "jpeg image of %dx%d (stride %d) needs %d bytes of pixels, got %d",
 			img.Width, img.Height, img.Stride, (img.Height-1)*img.Stride+img.Width*bytesPerPixel, len(img.Pix))
 	}
@@ -189,6 +196,7 @@ func check(img Image, o *Options) error {
 
 // tables are everything one encoding's blocks share.
 type tables struct {
+	quality            int
 	lumaQ, chromaQ     [blockSize]uint8 // as DQT writes them (natural order)
 	lumaR, chromaR     quantizer
 	dcY, acY, dcC, acC *huffTable
@@ -204,6 +212,7 @@ var stdHuff = func() (t [4]huffTable) {
 
 func newTables(quality int) *tables {
 	t := &tables{
+		quality: quality,
 		lumaQ:   scaledQuant(&lumaQuant, quality),
 		chromaQ: scaledQuant(&chromaQuant, quality),
 		dcY:     &stdHuff[0], acY: &stdHuff[1], dcC: &stdHuff[2], acC: &stdHuff[3],

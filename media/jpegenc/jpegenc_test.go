@@ -311,6 +311,7 @@ func TestInvalid(t *testing.T) {
 		{"too wide", jpegenc.Image{Width: 70000, Height: 1, Stride: 280000, Pix: make([]byte, 280000)}, jpegenc.Options{}},
 		{"short stride", jpegenc.Image{Pix: ok.Pix, Stride: 8, Width: 4, Height: 4}, jpegenc.Options{}},
 		{"short pixels", jpegenc.Image{Pix: ok.Pix[:60], Stride: 16, Width: 4, Height: 4}, jpegenc.Options{}},
+		{"huge stride", jpegenc.Image{Pix: ok.Pix, Stride: 1 << 62, Width: 4, Height: 4}, jpegenc.Options{}},
 		{"format", jpegenc.Image{Pix: ok.Pix, Stride: 16, Width: 4, Height: 4, Format: 9}, jpegenc.Options{}},
 	} {
 		_, err := enc.Append(nil, tc.img, tc.o)
