@@ -171,5 +171,5 @@ func flatPlane(p *[mcuDim * mcuDim]int32, off int) bool {
 // would output 64*s (8 per pass) there and zero everywhere else.
 func flatDC(s int32, q *quantizer) int32 {
 	dc := (int(s)*blockSize*q[0] + 1<<(recipBits-1)) >> recipBits
-	return int32(min(max(dc, -maxDC), maxDC))
+	return int32(min(max(dc, minDC), maxDC))
 }

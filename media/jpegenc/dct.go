@@ -22,13 +22,14 @@ const (
 	// int64 with room, and 2^-20 is far below the rounding that matters.
 	recipBits = 20
 
-	// maxAC and maxDC bound quantised coefficients to what the Annex K
-	// tables code for 8-bit samples: AC categories up to 10, DC
-	// differences up to 11. Exact arithmetic never exceeds them (|AC| <
-	// 930, DC in -1024..1016); they catch fixed-point rounding at
-	// quality 100.
+	// maxAC, minDC and maxDC bound quantised coefficients to what the
+	// Annex K tables code for 8-bit samples: AC categories up to 10, DC
+	// differences (at most maxDC-minDC = 2047) up to 11. Exact arithmetic
+	// never exceeds them (|AC| < 930, DC in -1024..1016); they catch
+	// fixed-point rounding at quality 100.
 	maxAC = 1<<10 - 1
-	maxDC = 1 << 10
+	minDC = -1 << 10
+	maxDC = 1<<10 - 1
 )
 
 // Fixed-point multipliers of the Arai-Agui-Nakajima factorisation of the
@@ -144,7 +145,7 @@ func quantize(out *[blockSize]int32, in *[blockSize]int32, q *quantizer) uint64 
 		nz = nz<<1 | uint64(v|-v)>>63 // branch-free: which are zero is unpredictable
 	}
 	dc := (int(in[0])*q[0] + 1<<(recipBits-1)) >> recipBits
-	out[0] = int32(min(max(dc, -maxDC), maxDC))
+	out[0] = int32(min(max(dc, minDC), maxDC))
 	return nz << 1
 }
 
