@@ -68,7 +68,7 @@ func StartVirtual(ctx context.Context, opts VirtualOptions) (*Virtual, error) {
 	xvfb := exec.Command(xvfbPath, "-displayfd", "3", "-screen", "0", opts.Size+"x24",
 		"-nolisten", "tcp", "-noreset", "+extension", "COMPOSITE", "+extension", "XTEST")
 	xvfb.ExtraFiles = []*os.File{w}
-	xvfb.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	xvfb.SysProcAttr = childProcAttr()
 	if err := xvfb.Start(); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("start Xvfb: %w", err)
@@ -102,7 +102,7 @@ func StartVirtual(ctx context.Context, opts VirtualOptions) (*Virtual, error) {
 	}
 	wm := exec.Command(obPath, "--sm-disable")
 	wm.Env = envWithDisplay(v.display, nil)
-	wm.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	wm.SysProcAttr = childProcAttr()
 	if err := wm.Start(); err != nil {
 		v.Close()
 		return nil, fmt.Errorf("start openbox: %w", err)

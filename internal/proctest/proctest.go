@@ -1,6 +1,4 @@
-//go:build linux
-
-// Package proctest answers, from /proc, the questions tests ask about the
+// Package proctest answers, from Linux's /proc, the questions tests ask about the
 // processes they started: is this group gone, which pid runs this command.
 // Zombies count as dead: where PID 1 does not reap orphans (containers)
 // they linger, and kill(pid, 0) would still find them.
