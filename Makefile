@@ -12,7 +12,7 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cua-spacesd ./spacesd
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cua-bridge ./bridge
 
-test: lint build
+test: lint build cross
 	$(GOTEST) ./...
 	sh test/node/run.sh
 
