@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -88,14 +87,18 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResul
 	}()
 	leader := procgroup.New(cmd.Process.Pid)
 	kill := func() { _ = leader.Signal(syscall.SIGKILL, true) }
-	var timedOut atomic.Bool
+	// The timer's verdict is read only after the timer is stopped or has
+	// finished: a kill that raced the command's own exit is no timeout.
+	var (
+		timedOut  bool
+		timer     *time.Timer
+		timerDone = make(chan struct{})
+	)
 	if req.TimeoutMS > 0 {
-		t := time.AfterFunc(time.Duration(req.TimeoutMS)*time.Millisecond, func() {
-			if leader.Signal(syscall.SIGKILL, true) == nil {
-				timedOut.Store(true)
-			}
+		timer = time.AfterFunc(time.Duration(req.TimeoutMS)*time.Millisecond, func() {
+			defer close(timerDone)
+			timedOut = leader.Signal(syscall.SIGKILL, true) == nil
 		})
-		defer t.Stop()
 	}
 	stopCaller := context.AfterFunc(ctx, kill)
 	defer stopCaller()
@@ -103,11 +106,14 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResul
 	defer stopClose()
 
 	waitErr := leader.Reap(cmd.Wait)
+	if timer != nil && !timer.Stop() {
+		<-timerDone
+	}
 	waitOutput(readersDone, outputs, ExecWaitDelay)
 	res := &api.ExecResult{
 		Stdout: stdout.String(), Stderr: stderr.String(),
 		StdoutTruncated: stdout.truncated, StderrTruncated: stderr.truncated,
-		TimedOut: timedOut.Load(), DurationMS: time.Since(start).Milliseconds(),
+		TimedOut: timedOut, DurationMS: time.Since(start).Milliseconds(),
 	}
 	res.ExitCode, res.Signal = exitStatus(cmd.ProcessState, waitErr)
 	if !res.TimedOut && ctx.Err() != nil {

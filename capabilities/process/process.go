@@ -47,8 +47,9 @@ type Process struct {
 	stdinMu     sync.Mutex // one writer at a time, so writes do not interleave
 	stdinClosed bool
 
-	timer    *time.Timer
-	timedOut atomic.Bool
+	timer     *time.Timer
+	timerDone chan struct{} // closed when the timer's kill has run
+	timedOut  atomic.Bool
 
 	readers sync.WaitGroup
 	done    chan struct{} // closed once exited: status set, rings closed
@@ -226,8 +227,10 @@ func (p *Process) pump(f *os.File, ring *Ring) {
 func (p *Process) wait(outputs []*os.File) {
 	defer p.m.wg.Done()
 	err := p.leader.Reap(p.cmd.Wait)
-	if p.timer != nil {
-		p.timer.Stop()
+	// Wait for a timer that already fired, so its verdict is in before the
+	// exit is recorded.
+	if p.timer != nil && !p.timer.Stop() {
+		<-p.timerDone
 	}
 	code, sig := exitStatus(p.cmd.ProcessState, err)
 

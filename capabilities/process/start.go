@@ -46,7 +46,9 @@ func (m *Manager) Start(req api.StartRequest) (*Process, error) {
 	p.leader = procgroup.New(p.pid)
 	p.startedAt = m.opts.Clock.Now()
 	if req.TimeoutMS > 0 {
+		p.timerDone = make(chan struct{})
 		p.timer = time.AfterFunc(time.Duration(req.TimeoutMS)*time.Millisecond, func() {
+			defer close(p.timerDone)
 			if p.leader.Signal(syscall.SIGKILL, true) == nil {
 				p.timedOut.Store(true)
 			}
