@@ -35,7 +35,7 @@ func (b *Bridge) RunStdio(ctx context.Context, in io.Reader, out io.Writer) erro
 }
 
 // pump copies gated lines from r to the SDK's pipe.
-func (b *Bridge) pump(r *bufio.Reader, sdkIn io.Writer, out io.Writer) error {
+func (b *Bridge) pump(r *bufio.Reader, sdkIn io.Writer, out *lockedWriter) error {
 	for {
 		line, tooLong, err := readLine(r, MaxMessageBytes)
 		if len(bytes.TrimSpace(line)) > 0 || tooLong {
@@ -47,13 +47,15 @@ func (b *Bridge) pump(r *bufio.Reader, sdkIn io.Writer, out io.Writer) error {
 			}
 			if v != nil {
 				if !v.Notification {
-					if _, werr := out.Write(append(v.Response(), '\n')); werr != nil {
+					// The gate's own answers are not the SDK's: they must not
+					// count against the forwarded requests drain waits for.
+					if _, werr := out.writeUncounted(append(v.Response(), '\n')); werr != nil {
 						return werr
 					}
 				}
 			} else {
 				if isRequest(line) {
-					out.(*lockedWriter).track()
+					out.track()
 				}
 				if _, werr := sdkIn.Write(append(line, '\n')); werr != nil {
 					return werr
@@ -108,6 +110,12 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 		l.cond.Broadcast()
 	}
 	return n, err
+}
+
+func (l *lockedWriter) writeUncounted(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func (l *lockedWriter) pendingCount() int {
