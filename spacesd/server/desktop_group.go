@@ -26,16 +26,16 @@ func (g *desktopGroup) routes() []route {
 		{method: http.MethodPost, path: api.PathWindowActivate, feature: api.FeatureWindows, handler: g.activate},
 		{method: http.MethodPost, path: api.PathWindowClose, feature: api.FeatureWindows, handler: g.closeWindow},
 		{method: http.MethodPost, path: api.PathWindowGeometry, feature: api.FeatureWindows, handler: g.geometry},
-		{method: http.MethodPost, path: api.PathAppsLaunch, feature: api.FeatureLaunchApp, handler: g.launch},
+		{method: http.MethodPost, path: api.PathAppsLaunch, feature: api.FeatureLaunchApp, handler: bodyRoute(g.launch)},
 		{method: http.MethodGet, path: api.PathScreenshot, feature: api.FeatureScreenshot, handler: g.screenshot},
-		{method: http.MethodPost, path: api.PathInputMove, feature: api.FeatureInput, handler: g.move},
-		{method: http.MethodPost, path: api.PathInputClick, feature: api.FeatureInput, handler: g.click},
-		{method: http.MethodPost, path: api.PathInputDrag, feature: api.FeatureInput, handler: g.drag},
-		{method: http.MethodPost, path: api.PathInputScroll, feature: api.FeatureInput, handler: g.scroll},
-		{method: http.MethodPost, path: api.PathInputKey, feature: api.FeatureInput, handler: g.key},
-		{method: http.MethodPost, path: api.PathInputType, feature: api.FeatureInput, handler: g.typeText},
+		{method: http.MethodPost, path: api.PathInputMove, feature: api.FeatureInput, handler: bodyRoute(g.move)},
+		{method: http.MethodPost, path: api.PathInputClick, feature: api.FeatureInput, handler: bodyRoute(g.click)},
+		{method: http.MethodPost, path: api.PathInputDrag, feature: api.FeatureInput, handler: bodyRoute(g.drag)},
+		{method: http.MethodPost, path: api.PathInputScroll, feature: api.FeatureInput, handler: bodyRoute(g.scroll)},
+		{method: http.MethodPost, path: api.PathInputKey, feature: api.FeatureInput, handler: bodyRoute(g.key)},
+		{method: http.MethodPost, path: api.PathInputType, feature: api.FeatureInput, handler: bodyRoute(g.typeText)},
 		{method: http.MethodGet, path: api.PathClipboard, feature: api.FeatureClipboardText, handler: g.clipboardGet},
-		{method: http.MethodPut, path: api.PathClipboard, feature: api.FeatureClipboardText, handler: g.clipboardSet},
+		{method: http.MethodPut, path: api.PathClipboard, feature: api.FeatureClipboardText, handler: bodyRoute(g.clipboardSet)},
 	}
 }
 
@@ -76,7 +76,7 @@ func (g *desktopGroup) activate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	win, err := g.d.ActivateWindow(r.Context(), id)
-	answerDesktop(w, win, err)
+	answer(w, win, err)
 }
 
 func (g *desktopGroup) closeWindow(w http.ResponseWriter, r *http.Request) {
@@ -85,7 +85,7 @@ func (g *desktopGroup) closeWindow(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	answerDesktop(w, struct{}{}, g.d.CloseWindow(r.Context(), id))
+	answer(w, noContent{}, g.d.CloseWindow(r.Context(), id))
 }
 
 func (g *desktopGroup) geometry(w http.ResponseWriter, r *http.Request) {
@@ -100,17 +100,11 @@ func (g *desktopGroup) geometry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	win, err := g.d.SetWindowGeometry(r.Context(), id, req)
-	answerDesktop(w, win, err)
+	answer(w, win, err)
 }
 
-func (g *desktopGroup) launch(w http.ResponseWriter, r *http.Request) {
-	req, err := decodeBody[api.LaunchRequest](r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	res, err := g.d.LaunchApp(r.Context(), req)
-	answerDesktop(w, res, err)
+func (g *desktopGroup) launch(r *http.Request, req api.LaunchRequest) (*api.LaunchResult, error) {
+	return g.d.LaunchApp(r.Context(), req)
 }
 
 func (g *desktopGroup) screenshot(w http.ResponseWriter, r *http.Request) {
@@ -144,62 +138,35 @@ func (g *desktopGroup) screenshot(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(img)
 }
 
-func (g *desktopGroup) move(w http.ResponseWriter, r *http.Request) {
-	inputRoute(w, r, g.d.MoveMouse)
+func (g *desktopGroup) move(r *http.Request, req api.MouseMoveRequest) (api.InputResult, error) {
+	return g.d.MoveMouse(r.Context(), req)
 }
 
-func (g *desktopGroup) click(w http.ResponseWriter, r *http.Request) {
-	inputRoute(w, r, g.d.Click)
+func (g *desktopGroup) click(r *http.Request, req api.ClickRequest) (api.InputResult, error) {
+	return g.d.Click(r.Context(), req)
 }
 
-func (g *desktopGroup) drag(w http.ResponseWriter, r *http.Request) {
-	inputRoute(w, r, g.d.Drag)
+func (g *desktopGroup) drag(r *http.Request, req api.DragRequest) (api.InputResult, error) {
+	return g.d.Drag(r.Context(), req)
 }
 
-func (g *desktopGroup) scroll(w http.ResponseWriter, r *http.Request) {
-	inputRoute(w, r, g.d.Scroll)
+func (g *desktopGroup) scroll(r *http.Request, req api.ScrollRequest) (api.InputResult, error) {
+	return g.d.Scroll(r.Context(), req)
 }
 
-func (g *desktopGroup) key(w http.ResponseWriter, r *http.Request) {
-	inputRoute(w, r, func(ctx context.Context, req api.KeyRequest) (api.InputResult, error) { return g.d.Key(ctx, req.Key) })
+func (g *desktopGroup) key(r *http.Request, req api.KeyRequest) (api.InputResult, error) {
+	return g.d.Key(r.Context(), req.Key)
 }
 
-func (g *desktopGroup) typeText(w http.ResponseWriter, r *http.Request) {
-	inputRoute(w, r, func(ctx context.Context, req api.TypeRequest) (api.InputResult, error) {
-		return g.d.Type(ctx, req.Text)
-	})
-}
-
-// inputRoute decodes an input body, runs it and answers what was delivered.
-func inputRoute[T any](w http.ResponseWriter, r *http.Request, do func(context.Context, T) (api.InputResult, error)) {
-	req, err := decodeBody[T](r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	res, err := do(r.Context(), req)
-	answerDesktop(w, res, err)
+func (g *desktopGroup) typeText(r *http.Request, req api.TypeRequest) (api.InputResult, error) {
+	return g.d.Type(r.Context(), req.Text)
 }
 
 func (g *desktopGroup) clipboardGet(w http.ResponseWriter, r *http.Request) {
 	text, err := g.d.ClipboardGet(r.Context())
-	answerDesktop(w, api.ClipboardText{Text: text}, err)
+	answer(w, api.ClipboardText{Text: text}, err)
 }
 
-func (g *desktopGroup) clipboardSet(w http.ResponseWriter, r *http.Request) {
-	req, err := decodeBody[api.ClipboardText](r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	answerDesktop(w, struct{}{}, g.d.ClipboardSet(r.Context(), req.Text))
-}
-
-// answerDesktop writes v, or err when it is set.
-func answerDesktop(w http.ResponseWriter, v any, err error) {
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
+func (g *desktopGroup) clipboardSet(r *http.Request, req api.ClipboardText) (noContent, error) {
+	return noContent{}, g.d.ClipboardSet(r.Context(), req.Text)
 }

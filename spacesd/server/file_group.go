@@ -33,9 +33,9 @@ func (g *fileGroup) routes() []route {
 	return []route{
 		{method: http.MethodGet, path: api.PathFileStat, feature: f, handler: g.handleStat},
 		{method: http.MethodGet, path: api.PathFileList, feature: f, handler: g.handleList},
-		{method: http.MethodPost, path: api.PathFileMkdir, feature: f, handler: g.handleMkdir},
-		{method: http.MethodPost, path: api.PathFileMove, feature: f, handler: g.handleMove},
-		{method: http.MethodPost, path: api.PathFileRemove, feature: f, handler: g.handleRemove},
+		{method: http.MethodPost, path: api.PathFileMkdir, feature: f, handler: bodyRoute(done(files.Mkdir))},
+		{method: http.MethodPost, path: api.PathFileMove, feature: f, handler: bodyRoute(done(files.Move))},
+		{method: http.MethodPost, path: api.PathFileRemove, feature: f, handler: bodyRoute(done(files.Remove))},
 		{method: http.MethodGet, path: api.PathFileContent, feature: f, handler: g.handleRead},
 		{method: http.MethodPut, path: api.PathFileContent, feature: f, handler: g.handleWrite},
 		{method: http.MethodGet, path: api.PathFileWatch, feature: api.FeatureFSWatch, handler: g.handleWatch},

@@ -23,56 +23,30 @@ func (g *processGroup) handleStdin(w http.ResponseWriter, r *http.Request) {
 	}
 	n, err := p.WriteStdin(r.Context(), r.Body, closeAfter)
 	g.s.metrics.BytesIn.Add(n)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	answer(w, noContent{}, err)
 }
 
-// handleSignal signals a process (its whole group unless group is false):
+// signal signals a process (its whole group unless group is false):
 // POST /v1/processes/{id}/signal.
-func (g *processGroup) handleSignal(w http.ResponseWriter, r *http.Request) {
-	req, err := decodeBody[api.SignalRequest](r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+func (g *processGroup) signal(r *http.Request, req api.SignalRequest) (noContent, error) {
 	sig, err := process.ParseSignal(req.Signal)
 	if err != nil {
-		writeError(w, err)
-		return
+		return noContent{}, err
 	}
 	p, err := g.processByID(r)
 	if err != nil {
-		writeError(w, err)
-		return
+		return noContent{}, err
 	}
-	if err := p.Signal(sig, req.Group == nil || *req.Group); err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	return noContent{}, p.Signal(sig, req.Group == nil || *req.Group)
 }
 
-// handleResize sets a PTY process's terminal size:
-// POST /v1/processes/{id}/resize.
-func (g *processGroup) handleResize(w http.ResponseWriter, r *http.Request) {
-	size, err := decodeBody[api.PTYSize](r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+// resize sets a PTY process's terminal size: POST /v1/processes/{id}/resize.
+func (g *processGroup) resize(r *http.Request, size api.PTYSize) (noContent, error) {
 	p, err := g.processByID(r)
 	if err != nil {
-		writeError(w, err)
-		return
+		return noContent{}, err
 	}
-	if err := p.Resize(size); err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	return noContent{}, p.Resize(size)
 }
 
 func asMaxBytes(err error, target **http.MaxBytesError) bool { return errors.As(err, target) }

@@ -38,8 +38,8 @@ func (g *processGroup) routes() []route {
 		{method: http.MethodGet, path: api.PathProcess, feature: api.FeatureShell, handler: g.handleGet},
 		{method: http.MethodGet, path: api.PathProcessStream, feature: api.FeatureShell, handler: g.handleStream},
 		{method: http.MethodPost, path: api.PathProcessStdin, feature: api.FeatureShell, handler: g.handleStdin},
-		{method: http.MethodPost, path: api.PathProcessSignal, feature: api.FeatureShell, handler: g.handleSignal},
-		{method: http.MethodPost, path: api.PathProcessResize, feature: api.FeatureShell, handler: g.handleResize},
+		{method: http.MethodPost, path: api.PathProcessSignal, feature: api.FeatureShell, handler: bodyRoute(g.signal)},
+		{method: http.MethodPost, path: api.PathProcessResize, feature: api.FeatureShell, handler: bodyRoute(g.resize)},
 	}
 }
 

@@ -77,3 +77,38 @@ func queryBool(r *http.Request, name string) (bool, error) {
 	}
 	return v, nil
 }
+
+// noContent is the result of an operation that only succeeds or fails: it
+// is answered 204 with no body, on every route alike.
+type noContent struct{}
+
+// answer writes v as JSON (204 for noContent), or err when it is set.
+func answer(w http.ResponseWriter, v any, err error) {
+	switch {
+	case err != nil:
+		writeError(w, err)
+	case v == (any)(noContent{}):
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+// bodyRoute is the handler of an operation that takes a JSON body: decode
+// it into a T (refusing what decodeBody refuses), run do, answer its result.
+func bodyRoute[T, R any](do func(*http.Request, T) (R, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		req, err := decodeBody[T](r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		res, err := do(r, req)
+		answer(w, res, err)
+	}
+}
+
+// done turns an operation that returns only an error into one answering noContent.
+func done[T any](do func(T) error) func(*http.Request, T) (noContent, error) {
+	return func(_ *http.Request, req T) (noContent, error) { return noContent{}, do(req) }
+}

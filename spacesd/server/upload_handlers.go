@@ -68,9 +68,5 @@ func (g *fileGroup) handleUploadCommit(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *fileGroup) handleUploadAbort(w http.ResponseWriter, r *http.Request) {
-	if err := g.uploads.Abort(r.Context(), r.PathValue("id")); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, okBody{OK: true})
+	answer(w, noContent{}, g.uploads.Abort(r.Context(), r.PathValue("id")))
 }
