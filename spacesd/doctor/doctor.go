@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
+
+	"github.com/trycua/cua-spacesd/capabilities/desktop"
 )
 
 // Disk thresholds: below warnFreeBytes transfers may fail; below
@@ -233,44 +236,44 @@ func checkPTY(_ context.Context, _ Options) Result {
 	return Result{Status: Pass, Detail: "opened " + name}
 }
 
-// checkDisplay connects to the X server's socket; the desktop features
-// report the finer details (XTEST, MIT-SHM, EWMH) in capabilities.
+// checkDisplay connects to the X server and reports the extensions the
+// desktop features rest on: XTEST (input), MIT-SHM (fast screenshots),
+// Composite (covered windows) and an EWMH window manager (windows).
 func checkDisplay(ctx context.Context, o Options) Result {
 	if o.Display == "" {
 		return Result{Status: Warn, Detail: "DISPLAY is unset: windows, screenshots, input and streaming are unavailable",
 			Fix: "run the daemon with DISPLAY set (or --xvfb to start its own virtual display)"}
 	}
-	network, addr, err := xAddress(o.Display)
+	d := desktop.New(desktop.Options{Display: o.Display, Logger: slog.New(slog.DiscardHandler)})
+	defer d.Close()
+	diag, err := d.Diagnose(ctx)
 	if err != nil {
-		return Result{Status: Fail, Detail: err.Error(), Fix: "set DISPLAY to a form like :0 or host:0"}
+		return Result{Status: Fail, Detail: err.Error(), Fix: "start the X server (Xvfb " + o.Display + ") or fix DISPLAY"}
 	}
-	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-	if err != nil {
-		return Result{Status: Fail, Detail: fmt.Sprintf("display %s refused the connection: %v", o.Display, err),
-			Fix: "start the X server (Xvfb " + o.Display + ") or fix DISPLAY"}
+	detail := fmt.Sprintf("X display %s, %dx%d", diag.Display, diag.Width, diag.Height)
+	var missing, fixes []string
+	if !diag.XTest {
+		missing = append(missing, "XTEST (no input)")
+		fixes = append(fixes, "enable the XTEST extension (Xvfb: +extension XTEST)")
 	}
-	c.Close()
-	return Result{Status: Pass, Detail: "X display " + o.Display + " accepts connections"}
-}
-
-// xAddress turns a DISPLAY value into the socket to dial.
-func xAddress(display string) (network, addr string, err error) {
-	host, rest, ok := strings.Cut(display, ":")
-	if !ok || rest == "" {
-		return "", "", fmt.Errorf("DISPLAY %q is not of the form [host]:N[.S]", display)
+	if !diag.MITSHM {
+		missing = append(missing, "MIT-SHM (slower screenshots)")
+		fixes = append(fixes, "share /dev/shm and IPC with the X server (containers: --ipc=host or the same IPC namespace)")
 	}
-	num, _, _ := strings.Cut(rest, ".")
-	for _, r := range num {
-		if r < '0' || r > '9' {
-			return "", "", fmt.Errorf("DISPLAY %q has a bad display number", display)
-		}
+	if !diag.Composite {
+		missing = append(missing, "Composite (covered windows capture as seen)")
+		fixes = append(fixes, "enable the Composite extension")
 	}
-	if host == "" || host == "unix" {
-		return "unix", "/tmp/.X11-unix/X" + num, nil
+	if diag.WindowManager == "" {
+		missing = append(missing, "an EWMH window manager (no window list or focus)")
+		fixes = append(fixes, "start a window manager such as openbox")
+	} else {
+		detail += ", window manager " + diag.WindowManager
 	}
-	var n int
-	fmt.Sscanf(num, "%d", &n)
-	return "tcp", net.JoinHostPort(host, fmt.Sprint(6000+n)), nil
+	if len(missing) == 0 {
+		return Result{Status: Pass, Detail: detail + ", XTEST, MIT-SHM and Composite"}
+	}
+	return Result{Status: Warn, Detail: detail + "; missing: " + strings.Join(missing, ", "), Fix: strings.Join(fixes, "; ")}
 }
 
 func checkEncoder(_ context.Context, _ Options) Result {
