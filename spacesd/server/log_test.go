@@ -1,0 +1,76 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// One JSON log line per request with route, status and duration; never a
+// token (right or wrong) and never a request body.
+func TestRequestLogsCarryNoSecrets(t *testing.T) {
+	var logs syncBuffer
+	d := spacesdtest.Start(t, spacesdtest.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	ctx := context.Background()
+	secretArg := "argument-that-must-not-be-logged"
+	if _, err := d.Client.Exec(ctx, api.ExecRequest{Command: api.Command{Argv: []string{"/bin/echo", secretArg}}}); err != nil {
+		t.Fatal(err)
+	}
+	wrong := spacesdtest.Token()
+	bad, _ := api.NewClient(d.URL, wrong)
+	if _, err := bad.Capabilities(ctx); api.KindOf(err) != api.KindUnauthenticated {
+		t.Fatalf("wrong token: %v", err)
+	}
+	out := logs.String()
+	for _, secret := range []string{d.Token, wrong, secretArg} {
+		if strings.Contains(out, secret) {
+			t.Errorf("log holds %q:\n%s", secret, out)
+		}
+	}
+	var sawExec, sawRefusal bool
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line is not JSON: %q", line)
+		}
+		if rec["msg"] != "request" {
+			continue
+		}
+		if rec["duration"] == nil {
+			t.Errorf("request line without duration: %q", line)
+		}
+		switch {
+		case rec["route"] == "POST /v1/exec" && rec["status"] == float64(200):
+			sawExec = true
+		case rec["route"] == "GET /v1/capabilities" && rec["status"] == float64(401) && rec["kind"] == "unauthenticated":
+			sawRefusal = true
+		}
+	}
+	if !sawExec || !sawRefusal {
+		t.Fatalf("missing request lines (exec %v, refusal %v):\n%s", sawExec, sawRefusal, out)
+	}
+}
