@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/trycua/cua-spacesd/spacesd/api"
@@ -181,23 +182,55 @@ func (us *Uploads) Begin(req api.UploadRequest) (api.UploadState, error) {
 	case errors.Is(err, fs.ErrExist):
 		// Left by an earlier daemon: resume from what it holds. Its hash is
 		// rebuilt from the file before the next chunk.
-		fi, serr := os.Stat(u.partial)
-		if serr != nil {
-			return api.UploadState{}, fsError("upload", op.Path, serr)
+		if u.offset, err = adoptPartial(u.partial, op.Size); err != nil {
+			return api.UploadState{}, writeError("upload", op.Path, err)
 		}
-		u.offset = fi.Size()
-		if u.offset > op.Size {
-			if err := os.Truncate(u.partial, 0); err != nil {
-				return api.UploadState{}, fsError("upload", op.Path, err)
-			}
-			u.offset = 0
+		if u.offset > 0 {
+			us.log.Info("upload adopted from its partial file", "id", id, "path", op.Path, "offset", u.offset)
 		}
-		us.log.Info("upload adopted from its partial file", "id", id, "path", op.Path, "offset", u.offset)
 	default:
 		return api.UploadState{}, writeError("upload", op.Path, err)
 	}
 	us.byID[id] = u
 	return u.state(), nil
+}
+
+// partialFlags are added to every open of a partial file: its name is
+// predictable (derived from path, size and sha256), so whoever may write in
+// the destination directory can plant a symlink there, and the daemon (often
+// root) must not write through it into another file.
+const partialFlags = syscall.O_NOFOLLOW
+
+// adoptPartial returns the offset to resume from in the partial file an
+// earlier daemon left at path. Only a regular file with one link, owned by
+// us, is adopted; anything else at that name (a symlink, a hard link to
+// another file, a FIFO, someone else's file) is not ours to write into: it
+// is removed and the upload starts afresh from an empty file of our own.
+func adoptPartial(path string, size int64) (int64, error) {
+	// O_NONBLOCK: opening a planted FIFO must not wait for a writer.
+	f, err := os.OpenFile(path, os.O_RDWR|partialFlags|syscall.O_NONBLOCK, 0)
+	if err == nil {
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return 0, err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode().IsRegular() &&
+			uint64(st.Nlink) == 1 && int(st.Uid) == os.Geteuid() {
+			if fi.Size() <= size {
+				return fi.Size(), nil
+			}
+			return 0, f.Truncate(0)
+		}
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0, err
+	}
+	nf, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	return 0, nf.Close()
 }
 
 func (u *upload) state() api.UploadState {
@@ -290,7 +323,7 @@ func (us *Uploads) Put(ctx context.Context, id string, offset int64, body io.Rea
 	if err := u.syncHash(); err != nil {
 		return u.state(), us.failed(u, err)
 	}
-	f, err := os.OpenFile(u.partial, os.O_WRONLY, 0)
+	f, err := os.OpenFile(u.partial, os.O_WRONLY|partialFlags, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			us.drop(u)
@@ -343,7 +376,7 @@ func (u *upload) syncHash() error {
 	if u.h != nil && u.hashed == u.offset {
 		return nil
 	}
-	f, err := os.Open(u.partial)
+	f, err := os.OpenFile(u.partial, os.O_RDONLY|partialFlags, 0)
 	if err != nil {
 		return err
 	}
@@ -389,7 +422,7 @@ func (us *Uploads) Commit(ctx context.Context, id string) (api.WriteResult, erro
 	if err != nil {
 		return api.WriteResult{}, err
 	}
-	f, err := os.OpenFile(u.partial, os.O_WRONLY, 0)
+	f, err := os.OpenFile(u.partial, os.O_WRONLY|partialFlags, 0)
 	if err != nil {
 		return api.WriteResult{}, us.failed(u, err)
 	}

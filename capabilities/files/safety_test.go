@@ -1,0 +1,89 @@
+package files_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trycua/cua-spacesd/capabilities/files"
+	"github.com/trycua/cua-spacesd/spacesd/api"
+)
+
+// partialName announces an upload once to learn the name of its partial
+// file, then aborts it: the name is predictable (derived from path, size
+// and sha256), which is what makes a planted entry possible.
+func partialName(t *testing.T, us *files.Uploads, req api.UploadRequest) string {
+	t.Helper()
+	dir := filepath.Dir(req.Path)
+	st, err := us.Begin(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var name string
+	for _, n := range entries(t, dir) {
+		if strings.Contains(n, ".cua-upload-") {
+			name = filepath.Join(dir, n)
+		}
+	}
+	if err := us.Abort(t.Context(), st.ID); err != nil {
+		t.Fatal(err)
+	}
+	if name == "" {
+		t.Fatal("no partial file seen")
+	}
+	return name
+}
+
+// An entry planted at the partial file's name (a symlink, or a hard link
+// to someone else's file) must never be written through: the daemon often
+// runs as root, and the upload's bytes would land in the victim file.
+func TestUploadNeverWritesThroughAPlantedPartial(t *testing.T) {
+	for _, plant := range []struct {
+		name string
+		do   func(victim, partial string) error
+	}{
+		{"symlink", os.Symlink},
+		{"hardlink", os.Link},
+	} {
+		t.Run(plant.name, func(t *testing.T) {
+			dir := t.TempDir()
+			victim := filepath.Join(dir, "victim")
+			writeFile(t, victim, "precious")
+			data := []byte("bytes the uploader chose")
+			sum := sha256.Sum256(data)
+			req := api.UploadRequest{Path: filepath.Join(dir, "f"), Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
+			us := files.NewUploads(files.UploadOptions{})
+			defer us.Close()
+			partial := partialName(t, us, req)
+			if err := plant.do(victim, partial); err != nil {
+				t.Fatal(err)
+			}
+			st, err := us.Begin(req)
+			if err != nil {
+				t.Fatalf("begin: %v", err)
+			}
+			if st.Offset != 0 {
+				t.Errorf("began at offset %d of a foreign file; want 0", st.Offset)
+			}
+			if _, err := us.Put(t.Context(), st.ID, st.Offset, bytes.NewReader(data[st.Offset:]), nil); err != nil {
+				t.Fatalf("put: %v", err)
+			}
+			if _, err := us.Commit(t.Context(), st.ID); err != nil {
+				t.Errorf("commit: %v", err)
+			}
+			if b, _ := os.ReadFile(victim); string(b) != "precious" {
+				t.Errorf("victim now %q", b)
+			}
+			if b, _ := os.ReadFile(req.Path); !bytes.Equal(b, data) {
+				t.Errorf("destination holds %q", b)
+			}
+			if fi, err := os.Lstat(req.Path); err != nil || !fi.Mode().IsRegular() {
+				t.Errorf("destination is %v, %v; want a regular file", fi.Mode(), err)
+			}
+		})
+	}
+}
