@@ -124,10 +124,17 @@ func (d *downloader) folder(ctx context.Context, src, dest string, res *Transfer
 		size int64
 	}
 	var files []item
+	prefix := strings.TrimSuffix(src, "/") + "/"
 	for _, e := range list.Entries {
-		rel := strings.TrimPrefix(strings.TrimPrefix(e.Path, src), "/")
-		if rel == "" || strings.HasPrefix(rel, "../") || path.IsAbs(rel) {
+		if e.Path == src {
 			continue
+		}
+		// The listing comes from the Space, which may be someone else's
+		// (a shared relay Space): an entry outside src, or one whose name
+		// climbs out with "..", would make the bridge write outside dest.
+		rel, under := strings.CutPrefix(e.Path, prefix)
+		if !under || !filepath.IsLocal(filepath.FromSlash(rel)) || path.Clean(rel) != rel {
+			return api.Errorf(api.KindTransferFailed, "download %s: the Space listed %q, which is not inside the folder; nothing was kept", src, e.Path)
 		}
 		switch e.Type {
 		case api.TypeDir:
