@@ -1,9 +1,11 @@
 package files
 
 import (
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/trycua/cua-spacesd/spacesd/api"
 )
@@ -15,7 +17,9 @@ func Open(path string) (*os.File, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	f, err := os.Open(p)
+	// O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
+	// writer, possibly forever; it changes nothing for a regular file.
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, 0, fsError("read", p, err)
 	}
@@ -27,6 +31,12 @@ func Open(path string) (*os.File, int64, error) {
 	if fi.IsDir() {
 		f.Close()
 		return nil, 0, api.Errorf(api.KindInvalidArgument, "read %s: is a directory; use list", p)
+	}
+	if !fi.Mode().IsRegular() {
+		// A FIFO, socket or device has no size to range over, and a read
+		// of it may never end.
+		f.Close()
+		return nil, 0, api.Errorf(api.KindInvalidArgument, "read %s: not a regular file (%s)", p, typeName(fi.Mode()))
 	}
 	return f, fi.Size(), nil
 }
@@ -136,4 +146,19 @@ func ParseRange(path, header string, size int64) (w Window, ok bool, err error) 
 		return Window{Offset: start, Length: -1}, true, nil
 	}
 	return Window{Offset: start, Length: end - start + 1}, true, nil
+}
+
+// typeName names a non-regular file type for an error message.
+func typeName(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "type " + m.Type().String()
 }

@@ -7,11 +7,18 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/trycua/cua-spacesd/capabilities/files"
 	"github.com/trycua/cua-spacesd/spacesd/api"
 )
+
+// hangBound is how long a call that must not block at all may take before
+// a test calls it stuck: far beyond any scheduling delay, so it measures
+// "never returns", not speed.
+const hangBound = 10 * time.Second
 
 // partialName announces an upload once to learn the name of its partial
 // file, then aborts it: the name is predictable (derived from path, size
@@ -85,5 +92,43 @@ func TestUploadNeverWritesThroughAPlantedPartial(t *testing.T) {
 				t.Errorf("destination is %v, %v; want a regular file", fi.Mode(), err)
 			}
 		})
+	}
+}
+
+// A read of a FIFO (or any path that is not a regular file) is refused at
+// once: opening a FIFO for reading waits for a writer, and nothing would
+// ever end that wait, holding a goroutine and the request forever.
+func TestOpenRefusesAFIFOWithoutWaiting(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		f   *os.File
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		f, _, err := files.Open(fifo)
+		done <- result{f, err}
+	}()
+	select {
+	case r := <-done:
+		if r.f != nil {
+			r.f.Close()
+		}
+		if api.KindOf(r.err) != api.KindInvalidArgument || !strings.Contains(r.err.Error(), "not a regular file") {
+			t.Errorf("Open(fifo) = %v; want invalid_argument, not a regular file", r.err)
+		}
+	case <-time.After(hangBound):
+		// Free the stuck open so that the goroutine ends.
+		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			w.Close()
+		}
+		r := <-done
+		if r.f != nil {
+			r.f.Close()
+		}
+		t.Fatalf("Open(fifo) still waited for a writer after %v", hangBound)
 	}
 }
