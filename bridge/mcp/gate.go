@@ -39,12 +39,20 @@ var methods = map[string]bool{
 // the SDK's own choices (it answers an unknown tool with -32602, for one).
 type Gate struct {
 	tools map[string]*jsonschema.Resolved
+	// props are each tool's argument names, to refuse a key that differs
+	// from one only in case: the tools decode arguments with encoding/json,
+	// which matches keys case-insensitively (the last one wins), while the
+	// schema check matches them exactly.
+	props map[string][]string
 }
 
 // NewGate builds a gate for the given tool input schemas.
 func NewGate(schemas map[string]*jsonschema.Schema) (*Gate, error) {
-	g := &Gate{tools: map[string]*jsonschema.Resolved{}}
+	g := &Gate{tools: map[string]*jsonschema.Resolved{}, props: map[string][]string{}}
 	for name, s := range schemas {
+		for p := range s.Properties {
+			g.props[name] = append(g.props[name], p)
+		}
 		r, err := s.Resolve(nil)
 		if err != nil {
 			return nil, fmt.Errorf("tool %s: input schema: %w", name, err)
@@ -178,16 +186,15 @@ func (g *Gate) Check(msg []byte, needSession bool) *Violation {
 }
 
 func (g *Gate) checkCall(params json.RawMessage, v *Violation) *Violation {
-	var p struct {
-		Name      *json.RawMessage `json:"name"`
-		Arguments json.RawMessage  `json:"arguments"`
-	}
-	if !isObject(params) || json.Unmarshal(params, &p) != nil || p.Name == nil {
+	// A map, not a struct: the SDK reads "name" and "arguments" exactly,
+	// and a struct would also take "Name" or "ARGUMENTS".
+	var p map[string]json.RawMessage
+	if !isObject(params) || json.Unmarshal(params, &p) != nil || p["name"] == nil {
 		v.Code, v.Message = CodeInvalidParams, "tools/call needs params {name, arguments}"
 		return v
 	}
 	var name string
-	if err := json.Unmarshal(*p.Name, &name); err != nil {
+	if err := json.Unmarshal(p["name"], &name); err != nil {
 		v.Code, v.Message = CodeInvalidParams, "tools/call: name must be a string"
 		return v
 	}
@@ -197,15 +204,25 @@ func (g *Gate) checkCall(params json.RawMessage, v *Violation) *Violation {
 		return v
 	}
 	var args any = map[string]any{}
-	if len(p.Arguments) > 0 && !isNull(p.Arguments) {
-		if !isObject(p.Arguments) {
+	if raw := p["arguments"]; len(raw) > 0 && !isNull(raw) {
+		if !isObject(raw) {
 			v.Code, v.Message = CodeInvalidParams, fmt.Sprintf("tools/call %s: arguments must be an object", name)
 			return v
 		}
-		if err := json.Unmarshal(p.Arguments, &args); err != nil {
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
 			v.Code, v.Message = CodeInvalidParams, fmt.Sprintf("tools/call %s: arguments: %v", name, err)
 			return v
 		}
+		for k := range m {
+			for _, prop := range g.props[name] {
+				if k != prop && strings.EqualFold(k, prop) {
+					v.Code, v.Message = CodeInvalidParams, fmt.Sprintf("tools/call %s: argument %q: names are case-sensitive; did you mean %q?", name, k, prop)
+					return v
+				}
+			}
+		}
+		args = m
 	}
 	if err := schema.Validate(args); err != nil {
 		v.Code, v.Message = CodeInvalidParams, fmt.Sprintf("tools/call %s: arguments do not match the input schema: %v", name, err)

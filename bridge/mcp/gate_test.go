@@ -41,6 +41,13 @@ var gateSeeds = []string{
 	`"just a string"`,
 	``,
 	`{"jsonrpc":"2.0","id":{},"method":"ping"}`,
+	// The SDK and the tools read keys exactly or case-insensitively: a key
+	// differing only in case must not let the gate check one value while
+	// another one runs.
+	`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"nope","Name":"space_bash","arguments":{"space":"s","command":"true"}}}`,
+	`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"space_bash","arguments":{"space":"s","command":1},"Arguments":{"space":"s","command":"true"}}}`,
+	`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"space_bash","arguments":{"space":"s","command":"true","COMMAND":"rm -rf ~"}}}`,
+	`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"space_bash","arguments":{"space":"s","Space":"other","command":"true"}}}`,
 }
 
 // FuzzGate: the gate never panics, and whatever it lets through is one
@@ -99,6 +106,10 @@ func TestGateCodes(t *testing.T) {
 		{gateSeeds[11], mcp.CodeInvalidRequest},
 		{gateSeeds[12], mcp.CodeParseError},
 		{gateSeeds[13], mcp.CodeInvalidRequest},
+		{gateSeeds[14], mcp.CodeMethodNotFound},
+		{gateSeeds[15], mcp.CodeInvalidParams},
+		{gateSeeds[16], mcp.CodeInvalidParams},
+		{gateSeeds[17], mcp.CodeInvalidParams},
 	} {
 		v := g.Check([]byte(tc.msg), false)
 		got := 0
