@@ -315,6 +315,18 @@ func (x *xconn) ewmhWM() string {
 	return name
 }
 
+// screenSize is the root window's size now. RandR (xrandr) can change it
+// while the daemon stays connected, so the connection setup's size goes
+// stale: captures of it fail with BadMatch and clicks are checked against
+// the wrong screen.
+func (x *xconn) screenSize() (int, int, error) {
+	g, err := xproto.GetGeometry(x.c, xproto.Drawable(x.root)).Reply()
+	if err != nil {
+		return 0, 0, xerr("read the screen size", err)
+	}
+	return int(g.Width), int(g.Height), nil
+}
+
 // sync waits until the server has processed every request sent before it.
 func (x *xconn) sync() error {
 	_, err := xproto.GetInputFocus(x.c).Reply()

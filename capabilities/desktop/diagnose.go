@@ -19,10 +19,14 @@ func (d *Desktop) Diagnose(ctx context.Context) (Diagnosis, error) {
 	if err != nil {
 		return Diagnosis{Display: d.display}, err
 	}
+	w, h, err := x.screenSize()
+	if err != nil {
+		return Diagnosis{Display: d.display}, err
+	}
 	return Diagnosis{
 		Display:       d.display,
-		Width:         int(x.screen.WidthInPixels),
-		Height:        int(x.screen.HeightInPixels),
+		Width:         w,
+		Height:        h,
 		XTest:         x.hasXTest,
 		MITSHM:        x.shm != nil,
 		Composite:     x.hasComposite,

@@ -123,7 +123,10 @@ func (x *xconn) toScreen(p api.Pointer, px, py float64) (int, int, error) {
 	}
 	sx := ox + int(math.Floor((px+0.5)/scale))
 	sy := oy + int(math.Floor((py+0.5)/scale))
-	w, h := int(x.screen.WidthInPixels), int(x.screen.HeightInPixels)
+	w, h, err := x.screenSize()
+	if err != nil {
+		return 0, 0, err
+	}
 	if sx < 0 || sy < 0 || sx >= w || sy >= h {
 		return 0, 0, api.Errorf(api.KindInvalidArgument, "point (%v, %v) at scale %v is screen pixel (%d, %d), outside the %dx%d screen", px, py, scale, sx, sy, w, h)
 	}

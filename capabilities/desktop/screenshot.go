@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/jezek/xgb/composite"
-	"github.com/jezek/xgb/shm"
 	"github.com/jezek/xgb/xproto"
 	"golang.org/x/image/draw"
 
@@ -64,8 +63,12 @@ func (d *Desktop) Capture(ctx context.Context, windowID uint32) (*image.RGBA, ap
 	if err != nil {
 		return nil, api.Rect{}, err
 	}
+	sw, sh, err := x.screenSize()
+	if err != nil {
+		return nil, api.Rect{}, err
+	}
 	if windowID == 0 {
-		r := api.Rect{Width: int(x.screen.WidthInPixels), Height: int(x.screen.HeightInPixels)}
+		r := api.Rect{Width: sw, Height: sh}
 		img, err := x.grab(xproto.Drawable(x.root), 0, 0, r.Width, r.Height)
 		return img, r, err
 	}
@@ -85,7 +88,7 @@ func (d *Desktop) Capture(ctx context.Context, windowID uint32) (*image.RGBA, ap
 	}
 	// Without Composite only what the screen shows can be captured: the
 	// window's area, clipped to the screen, covered parts included.
-	r := clip(win.Bounds, int(x.screen.WidthInPixels), int(x.screen.HeightInPixels))
+	r := clip(win.Bounds, sw, sh)
 	if r.Width == 0 || r.Height == 0 {
 		return nil, api.Rect{}, api.Errorf(api.KindInvalidArgument, "window %d lies outside the screen", windowID)
 	}
@@ -133,19 +136,11 @@ func (x *xconn) topLevel(w xproto.Window) (xproto.Window, error) {
 // grab reads a rectangle of a drawable, through shared memory when it fits.
 func (x *xconn) grab(d xproto.Drawable, sx, sy, w, h int) (*image.RGBA, error) {
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	n := w * h * 4
-	if s := x.shm; s != nil && n <= len(s.buf) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.buf != nil {
-			r, err := shm.GetImage(x.c, d, int16(sx), int16(sy), uint16(w), uint16(h), ^uint32(0), xproto.ImageFormatZPixmap, s.seg, 0).Reply()
+	if s := x.shm; s != nil {
+		if ok, err := s.capture(x, d, sx, sy, w, h, img.Pix); ok {
 			if err != nil {
-				return nil, xerr("capture (MIT-SHM)", err)
+				return nil, err
 			}
-			if r.Size < uint32(n) {
-				return nil, api.Errorf(api.KindEnv, "capture: the display's depth %d is not a 32-bit pixel format", r.Depth)
-			}
-			bgrxToRGBA(img.Pix, s.buf[:n])
 			return img, nil
 		}
 	}

@@ -111,7 +111,7 @@ func (x *xconn) ask(w xproto.Window) windowCookies {
 	}
 }
 
-func (x *xconn) answer(wc windowCookies, active xproto.Window) (api.Window, error) {
+func (x *xconn) answer(wc windowCookies, active xproto.Window, sw, sh int) (api.Window, error) {
 	win := api.Window{WindowID: uint32(wc.w), Focused: wc.w == active}
 	if r, err := wc.netName.Reply(); err == nil && r.Format == 8 {
 		win.Title = string(r.Value)
@@ -135,7 +135,6 @@ func (x *xconn) answer(wc windowCookies, active xproto.Window) (api.Window, erro
 		return win, api.Errorf(api.KindNotFound, "window %d does not exist (any more)", wc.w)
 	}
 	win.Bounds = api.Rect{X: int(o.DstX), Y: int(o.DstY), Width: int(g.Width), Height: int(g.Height)}
-	sw, sh := int(x.screen.WidthInPixels), int(x.screen.HeightInPixels)
 	b := win.Bounds
 	win.OnScreen = a.MapState == xproto.MapStateViewable &&
 		b.X < sw && b.Y < sh && b.X+b.Width > 0 && b.Y+b.Height > 0
@@ -158,6 +157,10 @@ func (x *xconn) windows(appName string) ([]api.Window, error) {
 		return nil, err
 	}
 	active := x.activeWindow()
+	sw, sh, err := x.screenSize()
+	if err != nil {
+		return nil, err
+	}
 	cookies := make([]windowCookies, len(ids))
 	for i, w := range ids {
 		cookies[i] = x.ask(w)
@@ -165,7 +168,7 @@ func (x *xconn) windows(appName string) ([]api.Window, error) {
 	needle := strings.ToLower(appName)
 	out := make([]api.Window, 0, len(ids))
 	for _, wc := range cookies {
-		win, err := x.answer(wc, active)
+		win, err := x.answer(wc, active, sw, sh)
 		if err != nil {
 			continue
 		}
@@ -187,7 +190,11 @@ func (x *xconn) window(id uint32) (api.Window, error) {
 	}
 	for _, w := range ids {
 		if uint32(w) == id {
-			return x.answer(x.ask(w), x.activeWindow())
+			sw, sh, err := x.screenSize()
+			if err != nil {
+				return api.Window{}, err
+			}
+			return x.answer(x.ask(w), x.activeWindow(), sw, sh)
 		}
 	}
 	return api.Window{}, api.Errorf(api.KindNotFound, "no window %d on the desktop; list the windows first", id).
