@@ -100,3 +100,41 @@ func TestDownloadFolderStaysInsideDest(t *testing.T) {
 		})
 	}
 }
+
+// TestDownloadKeepsModes: downloaded files keep their permission bits (an
+// executable stays executable) and a folder is as open as the Space's, not
+// the 0700/0600 of the temp names it was assembled under.
+func TestDownloadKeepsModes(t *testing.T) {
+	e := newEnv(t)
+	cs := e.client(t, nil)
+	src := filepath.Join(t.TempDir(), "tree")
+	if err := os.MkdirAll(filepath.Join(src, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(src, "bin", "run.sh"), []byte("#!/bin/sh\necho hi\n"), 0o755)
+	os.WriteFile(filepath.Join(src, "notes.txt"), []byte("n"), 0o644)
+	for _, p := range []string{src, filepath.Join(src, "bin"), filepath.Join(src, "bin", "run.sh")} {
+		os.Chmod(p, 0o755)
+	}
+	os.Chmod(filepath.Join(src, "notes.txt"), 0o644)
+	local := t.TempDir()
+	r := call(t, cs, "download", map[string]any{"space": "s1", "path": src, "dest": local})
+	if r.IsError {
+		t.Fatal(text(r))
+	}
+	r = call(t, cs, "download", map[string]any{"space": "s1", "path": filepath.Join(src, "bin", "run.sh"), "dest": local})
+	if r.IsError {
+		t.Fatal(text(r))
+	}
+	for rel, want := range map[string]os.FileMode{
+		"tree": 0o755, "tree/bin": 0o755, "tree/bin/run.sh": 0o755, "tree/notes.txt": 0o644, "run.sh": 0o755,
+	} {
+		fi, err := os.Stat(filepath.Join(local, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", rel, fi.Mode().Perm(), want)
+		}
+	}
+}

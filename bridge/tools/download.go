@@ -7,12 +7,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -27,7 +29,21 @@ const (
 	maxUniqueTries = 10000
 	// copyBufBytes is the buffer of one download's copy loop.
 	copyBufBytes = 1 << 20
+	// modeMask takes group and world write from the Space's modes: the
+	// Space may be someone else's, and a umask of 022 is what a local
+	// copy would get.
+	modeMask fs.FileMode = 0o022
 )
+
+// localMode is the local permission of a file or folder whose mode in the
+// Space is m ("0755"); ok is false when m does not parse.
+func localMode(m string) (fs.FileMode, bool) {
+	n, err := strconv.ParseUint(m, 8, 32)
+	if err != nil {
+		return 0, false
+	}
+	return fs.FileMode(n).Perm() &^ modeMask, true
+}
 
 // sha256Script prints a file's sha256 in the Space ("$1" is the path, never
 // interpolated into the script): GNU coreutils first, then macOS's shasum.
@@ -71,14 +87,14 @@ func downloadTool() *Tool {
 			case api.TypeFile:
 				d.total = st.Size
 				res.Kind, res.Files, res.Bytes = "file", 1, st.Size
-				final, sum, verified, err := d.file(ctx, src, dest, st.Size, true)
+				final, sum, verified, err := d.file(ctx, src, dest, st.Size, st.Mode, true)
 				if err != nil {
 					return nil, err
 				}
 				res.Dest, res.SHA256, res.Verified = final, sum, verified
 			case api.TypeDir:
 				res.Kind = "folder"
-				if err := d.folder(ctx, src, dest, &res); err != nil {
+				if err := d.folder(ctx, src, dest, st.Mode, &res); err != nil {
 					return nil, err
 				}
 			default:
@@ -97,7 +113,7 @@ type downloader struct {
 
 // folder downloads a directory into a temp directory next to dest, then
 // renames it into place under a name that does not exist yet.
-func (d *downloader) folder(ctx context.Context, src, dest string, res *TransferResult) error {
+func (d *downloader) folder(ctx context.Context, src, dest, mode string, res *TransferResult) error {
 	list, err := d.c.Space.Client.List(ctx, src, downloadListDepth, true)
 	if err != nil {
 		return err
@@ -120,10 +136,10 @@ func (d *downloader) folder(ctx context.Context, src, dest string, res *Transfer
 		}
 	}()
 	type item struct {
-		rel  string
-		size int64
+		rel, mode string
+		size      int64
 	}
-	var files []item
+	var files, dirs []item
 	prefix := strings.TrimSuffix(src, "/") + "/"
 	for _, e := range list.Entries {
 		if e.Path == src {
@@ -141,8 +157,9 @@ func (d *downloader) folder(ctx context.Context, src, dest string, res *Transfer
 			if err := os.MkdirAll(filepath.Join(tmp, filepath.FromSlash(rel)), 0o755); err != nil {
 				return api.Errorf(api.KindIO, "download: mkdir %s: %w", rel, err)
 			}
+			dirs = append(dirs, item{rel, e.Mode, 0})
 		case api.TypeFile:
-			files = append(files, item{rel, e.Size})
+			files = append(files, item{rel, e.Mode, e.Size})
 			d.total += e.Size
 		}
 	}
@@ -153,7 +170,7 @@ func (d *downloader) folder(ctx context.Context, src, dest string, res *Transfer
 		if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
 			return api.Errorf(api.KindIO, "download: mkdir %s: %w", filepath.Dir(local), err)
 		}
-		_, sum, verified, err := d.file(ctx, path.Join(src, f.rel), local, f.size, false)
+		_, sum, verified, err := d.file(ctx, path.Join(src, f.rel), local, f.size, f.mode, false)
 		if err != nil {
 			return err
 		}
@@ -161,6 +178,18 @@ func (d *downloader) folder(ctx context.Context, src, dest string, res *Transfer
 		fmt.Fprintf(&manifest, "%s  %s\n", sum, f.rel)
 		res.Files++
 		res.Bytes += f.size
+	}
+	// Folder modes last, children before parents, so that a read-only
+	// folder does not stop its own filling; the temp folder (0700) takes
+	// the source folder's mode.
+	sort.Slice(dirs, func(i, j int) bool { return dirs[i].rel > dirs[j].rel })
+	dirs = append(dirs, item{"", mode, 0})
+	for _, dir := range dirs {
+		if m, ok := localMode(dir.mode); ok {
+			if err := os.Chmod(filepath.Join(tmp, filepath.FromSlash(dir.rel)), m); err != nil {
+				return api.Errorf(api.KindIO, "download: chmod %s: %w", dir.rel, err)
+			}
+		}
 	}
 	final, err := renameUnique(tmp, dest)
 	if err != nil {
@@ -174,7 +203,7 @@ func (d *downloader) folder(ctx context.Context, src, dest string, res *Transfer
 
 // file downloads one file to dest (or, with unique, to the first free
 // "name (N).ext"), verifies it and returns where it landed.
-func (d *downloader) file(ctx context.Context, src, dest string, size int64, unique bool) (string, string, bool, error) {
+func (d *downloader) file(ctx context.Context, src, dest string, size int64, mode string, unique bool) (string, string, bool, error) {
 	dir := filepath.Dir(dest)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", false, api.Errorf(api.KindIO, "download: create %s: %w", dir, err)
@@ -218,6 +247,13 @@ func (d *downloader) file(ctx context.Context, src, dest string, size int64, uni
 	verified := spaceSum != ""
 	if verified && !strings.EqualFold(spaceSum, sum) {
 		return "", "", false, api.Errorf(api.KindTransferFailed, "download %s: sha256 mismatch (got %s, the Space has %s); nothing was kept", src, sum, spaceSum)
+	}
+	// The temp file is 0600; the file takes the Space's mode (an
+	// executable stays one).
+	if m, ok := localMode(mode); ok {
+		if err := tmp.Chmod(m); err != nil {
+			return "", "", false, api.Errorf(api.KindIO, "download: chmod %s: %w", tmp.Name(), err)
+		}
 	}
 	if err := tmp.Sync(); err != nil {
 		return "", "", false, api.Errorf(api.KindIO, "download: fsync %s: %w", tmp.Name(), err)
