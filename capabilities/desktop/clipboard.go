@@ -152,6 +152,11 @@ func (c *clipboard) convert(ctx context.Context, sel xproto.Atom, target string)
 	if err != nil {
 		return "", false, xerr("read the clipboard property", err)
 	}
+	if r.BytesAfter > 0 {
+		// GetProperty deletes the property only when it read all of it.
+		xproto.DeleteProperty(x.c, c.win, prop)
+		return "", false, api.Errorf(api.KindLimitExceeded, "the clipboard holds more than the %d bytes the daemon reads", maxPropWords*4)
+	}
 	if r.Type == x.mustAtom("INCR") {
 		return "", false, api.Errorf(api.KindLimitExceeded, "the clipboard holds more text than one transfer carries (incremental transfer is not supported; limit about %d bytes)", MaxClipboardBytes)
 	}
