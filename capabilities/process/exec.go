@@ -62,6 +62,10 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResul
 	cmd.Stdout, cmd.Stderr = outW, errW
 	if req.Stdin != "" {
 		cmd.Stdin = strings.NewReader(req.Stdin)
+		// os/exec copies a reader into the child's stdin from a goroutine
+		// that Wait waits for: a background child that keeps stdin open
+		// without reading would hold Wait (and the answer) forever.
+		cmd.WaitDelay = ExecWaitDelay
 	}
 
 	m.execs.Add(1)

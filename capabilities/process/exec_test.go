@@ -1,9 +1,13 @@
 package process_test
 
 import (
+	"fmt"
+	"os"
 	"os/user"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trycua/cua-spacesd/capabilities/process"
 	"github.com/trycua/cua-spacesd/spacesd/api"
@@ -81,4 +85,30 @@ func currentUser(t *testing.T) string {
 		t.Skipf("current user: %v", err)
 	}
 	return u.Username
+}
+
+// A background child that leaves the command's group holding stdin (more
+// than a pipe buffer of it, unread) must not hold Exec's answer: the
+// command itself has exited.
+func TestExecStdinHeldByBackgroundChild(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, process.Options{})
+	stop := filepath.Join(t.TempDir(), "stop")
+	// The child polls for the stop file, so the test can end it without
+	// signalling a pid it never reaped; after a minute it lets go anyway,
+	// so a hung Exec returns and the test can tell.
+	release := time.AfterFunc(time.Minute, func() { _ = os.WriteFile(stop, nil, 0o600) })
+	defer release.Stop()
+	defer os.WriteFile(stop, nil, 0o600)
+	script := fmt.Sprintf(`exec 3<&0; setsid sh -c 'while [ ! -e %s ]; do sleep 0.05; done' <&3 >/dev/null 2>&1 & echo started`, stop)
+	res, err := m.Exec(t.Context(), api.ExecRequest{Command: api.Command{Shell: script}, Stdin: strings.Repeat("x", 1<<20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, serr := os.Stat(stop); serr == nil {
+		t.Fatal("Exec answered only after the background child let go of stdin")
+	}
+	if res.Stdout != "started\n" || res.ExitCode != 0 {
+		t.Fatalf("got %+v", res)
+	}
 }
