@@ -63,7 +63,9 @@ func (p *progress) finish() {
 func (p *progress) draw(now time.Time) {
 	frac := 1.0
 	if p.total > 0 {
-		frac = float64(p.done) / float64(p.total)
+		// Clamped: a file that grows while it is read (a log) passes its
+		// size, and the bar must not grow (or panic) with it.
+		frac = min(max(float64(p.done)/float64(p.total), 0), 1)
 	}
 	filled := int(frac * progressBarWidth)
 	rate := float64(p.done) / max(now.Sub(p.start).Seconds(), 1e-3)
