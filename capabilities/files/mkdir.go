@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/trycua/cua-spacesd/spacesd/api"
 )
@@ -15,10 +16,20 @@ func Mkdir(req api.MkdirRequest) error {
 	if err != nil {
 		return err
 	}
-	if op.Parents {
-		err = os.MkdirAll(op.Path, op.Mode)
-	} else {
-		err = os.Mkdir(op.Path, op.Mode)
+	err = os.Mkdir(op.Path, op.Mode)
+	if op.Parents && errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(filepath.Dir(op.Path), op.Mode); err == nil {
+			err = os.Mkdir(op.Path, op.Mode)
+		}
+	}
+	if op.Parents && errors.Is(err, fs.ErrExist) {
+		// As mkdir -p: an existing directory (or a symlink to one) is
+		// fine, and keeps its mode: the mode is only for what we make.
+		fi, serr := os.Stat(op.Path)
+		if serr == nil && fi.IsDir() {
+			return nil
+		}
+		return api.Errorf(api.KindInvalidArgument, "mkdir %s: exists and is not a directory", op.Path)
 	}
 	if errors.Is(err, fs.ErrExist) {
 		return api.Errorf(api.KindPreconditionFailed, "mkdir %s: already exists", op.Path).

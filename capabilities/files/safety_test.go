@@ -132,3 +132,44 @@ func TestOpenRefusesAFIFOWithoutWaiting(t *testing.T) {
 		t.Fatalf("Open(fifo) still waited for a writer after %v", hangBound)
 	}
 }
+
+// mkdir with parents accepts an existing directory as mkdir -p does, and
+// like mkdir -p -m leaves its mode alone: the mode is for what mkdir makes.
+// Otherwise "mkdir -p /home/user mode 0700" would chmod a live directory,
+// and through a symlink ("mkdir -p /tmp/link" with link -> /etc) another
+// directory altogether.
+func TestMkdirParentsKeepsAnExistingDirectorysMode(t *testing.T) {
+	root := t.TempDir()
+	existing := filepath.Join(root, "existing")
+	if err := os.Mkdir(existing, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(existing, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(existing, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{existing, link} {
+		if err := files.Mkdir(api.MkdirRequest{Path: p, Parents: true, Mode: "0700"}); err != nil {
+			t.Errorf("mkdir -p %s: %v", p, err)
+		}
+		if fi, err := os.Stat(existing); err != nil || fi.Mode().Perm() != 0o755 {
+			t.Errorf("after mkdir -p %s the existing directory is %v, %v; want 0755 kept", p, fi.Mode(), err)
+		}
+	}
+	// What mkdir -p makes still gets the mode exactly, past the umask.
+	made := filepath.Join(root, "new", "deeper")
+	if err := files.Mkdir(api.MkdirRequest{Path: made, Parents: true, Mode: "0770"}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(made); err != nil || fi.Mode().Perm() != 0o770 {
+		t.Errorf("made %v, %v; want 0770", fi.Mode(), err)
+	}
+	// A file in the way is still refused.
+	writeFile(t, filepath.Join(root, "file"), "x")
+	if err := files.Mkdir(api.MkdirRequest{Path: filepath.Join(root, "file"), Parents: true}); err == nil {
+		t.Error("mkdir -p over a file succeeded")
+	}
+}
