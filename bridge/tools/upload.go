@@ -83,6 +83,11 @@ func uploadTool() *Tool {
 			if err != nil {
 				return nil, api.Errorf(api.KindIO, "upload: source %s: %w", src, err)
 			}
+			if !fi.IsDir() && !fi.Mode().IsRegular() {
+				// A device or FIFO: /dev/zero would be hashed forever (no
+				// cancel stops that local read) and a FIFO blocks its open.
+				return nil, api.Errorf(api.KindInvalidArgument, "upload: source %s is a %s, not a regular file or folder", src, fi.Mode().Type())
+			}
 			if !strings.HasPrefix(a.Dest, "/") {
 				return nil, api.Errorf(api.KindInvalidArgument, "upload: dest %q must be an absolute path in the Space", a.Dest)
 			}
