@@ -56,6 +56,12 @@ type Server struct {
 	capsMu    sync.Mutex
 	caps      *api.Capabilities
 	capsStamp time.Time
+
+	// streams ends when a shutdown starts. http.Server.Shutdown neither
+	// waits for nor closes hijacked connections, so every WebSocket stream
+	// is tied to it (see recorder.Hijack) while plain requests run on.
+	streams    context.Context
+	endStreams context.CancelFunc
 }
 
 // route is one row of the route table. Every route the daemon serves is
@@ -83,6 +89,7 @@ func New(cfg Config) (*Server, error) {
 		metrics: newMetrics(),
 		probes:  map[api.Feature]Prober{},
 	}
+	s.streams, s.endStreams = context.WithCancel(context.Background())
 	for _, newGroup := range []func(*Server) (group, error){newProcessGroup, newFileGroup, newDesktopGroup} {
 		g, err := newGroup(s)
 		if err != nil {
@@ -178,7 +185,7 @@ func (s *Server) wrap(rt route) http.Handler {
 	label := rt.method + " " + rt.path
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		rec := &recorder{ResponseWriter: w, status: http.StatusOK, shutdown: s.streams}
 		defer func() {
 			d := time.Since(start)
 			s.metrics.observe(label, rec.status, d)
@@ -194,6 +201,10 @@ func (s *Server) wrap(rt route) http.Handler {
 			}
 			ctx, release := s.auth.Session(r.Context(), gen)
 			defer release()
+			defer rec.stopStream()
+			// Ending the session ends the request's context: a stream does
+			// so when the shutdown starts.
+			rec.endStream = release
 			r = r.WithContext(ctx)
 		}
 		if rt.feature != "" {
@@ -246,12 +257,19 @@ func (s *Server) Capabilities(ctx context.Context) *api.Capabilities {
 
 // Serve serves on ln until ctx ends, then shuts down: gracefully for up to
 // GracefulShutdownTimeout, then hard (connections closed, children killed).
+// Gracefully means that running requests finish with their answers (their
+// contexts stay live) while streams end at once.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	// Requests' contexts end only with the hard shutdown: ending them with
+	// ctx would kill a running exec the moment a graceful shutdown starts.
+	base, hardStop := context.WithCancel(context.WithoutCancel(ctx))
+	defer hardStop()
+	defer s.endStreams()
 	srv := &http.Server{
 		Handler:           s.mux,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		BaseContext:       func(net.Listener) context.Context { return base },
 	}
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
@@ -265,12 +283,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
+	s.endStreams()
 	graceful, cancel := context.WithTimeout(context.Background(), GracefulShutdownTimeout)
 	defer cancel()
 	err := srv.Shutdown(graceful)
 	if err != nil {
 		_ = srv.Close()
 	}
+	hardStop()
 	s.closeGroups()
 	if errors.Is(err, context.DeadlineExceeded) {
 		s.log.Warn("graceful shutdown ran out of time; connections closed")
@@ -285,6 +305,18 @@ type recorder struct {
 	status      int
 	kind        api.Kind
 	wroteHeader bool
+
+	// shutdown ends when the server starts shutting down; once hijacked,
+	// the request's endStream runs then (stopStream undoes that link).
+	shutdown  context.Context
+	endStream func()
+	unlink    func() bool
+}
+
+func (r *recorder) stopStream() {
+	if r.unlink != nil {
+		r.unlink()
+	}
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -305,6 +337,9 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 // Hijack hands the connection to a WebSocket upgrade.
 func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	r.status, r.wroteHeader = http.StatusSwitchingProtocols, true
+	if r.endStream != nil && r.unlink == nil {
+		r.unlink = context.AfterFunc(r.shutdown, r.endStream)
+	}
 	return http.NewResponseController(r.ResponseWriter).Hijack()
 }
 
