@@ -23,6 +23,12 @@ const (
 	// DefaultExitRetention keeps an exited process's status and output: the
 	// design promises at least 10 minutes.
 	DefaultExitRetention = 10 * time.Minute
+	// DefaultRetainedOutputBytes bounds the output exited processes keep,
+	// all together: without it, a client starting chatty processes in a
+	// loop makes the daemon hold up to 2 rings per process for the whole
+	// retention. Past it the oldest exited processes lose their output
+	// (readers see a gap) and keep their status.
+	DefaultRetainedOutputBytes = 64 << 20
 	// DefaultMaxExecOutputBytes caps each of stdout and stderr of Exec.
 	DefaultMaxExecOutputBytes = 1 << 20
 	// DefaultJanitorInterval is how often exited processes past their
@@ -47,13 +53,16 @@ func (realClock) Now() time.Time { return time.Now() }
 
 // Options configure a Manager; zero fields take the defaults.
 type Options struct {
-	RingBytes          int
-	MaxProcesses       int
-	ExitRetention      time.Duration
-	MaxExecOutputBytes int64
-	JanitorInterval    time.Duration
-	Clock              Clock
-	Logger             *slog.Logger
+	RingBytes int
+	// RetainedOutputBytes bounds the output storage that exited processes
+	// keep, all together.
+	RetainedOutputBytes int64
+	MaxProcesses        int
+	ExitRetention       time.Duration
+	MaxExecOutputBytes  int64
+	JanitorInterval     time.Duration
+	Clock               Clock
+	Logger              *slog.Logger
 }
 
 func (o *Options) fill() {
@@ -65,6 +74,9 @@ func (o *Options) fill() {
 	}
 	if o.ExitRetention <= 0 {
 		o.ExitRetention = DefaultExitRetention
+	}
+	if o.RetainedOutputBytes <= 0 {
+		o.RetainedOutputBytes = DefaultRetainedOutputBytes
 	}
 	if o.MaxExecOutputBytes <= 0 {
 		o.MaxExecOutputBytes = DefaultMaxExecOutputBytes
@@ -95,6 +107,10 @@ type Manager struct {
 	procs   map[string]*Process
 	running int
 	closed  bool
+	// retained are the exited processes that still hold output, oldest
+	// exit first, and retainedBytes their rings' storage.
+	retained      []*Process
+	retainedBytes int64
 
 	execs atomic.Int64 // Execs in flight
 
@@ -177,7 +193,35 @@ func (m *Manager) Reap() int {
 			n++
 		}
 	}
+	if n > 0 {
+		kept := m.retained[:0]
+		for _, p := range m.retained {
+			if m.procs[p.id] == p {
+				kept = append(kept, p)
+			} else {
+				m.retainedBytes -= p.releaseOutput()
+			}
+		}
+		clear(m.retained[len(kept):])
+		m.retained = kept
+	}
 	return n
+}
+
+// retainOutput counts an exited process's output against
+// RetainedOutputBytes, releasing the oldest exited processes' output while
+// the total is over it (the newest always keeps its own).
+func (m *Manager) retainOutput(p *Process) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.retained = append(m.retained, p)
+	m.retainedBytes += p.outputBytes()
+	for m.retainedBytes > m.opts.RetainedOutputBytes && len(m.retained) > 1 {
+		old := m.retained[0]
+		m.retained[0] = nil
+		m.retained = m.retained[1:]
+		m.retainedBytes -= old.releaseOutput()
+	}
 }
 
 func (m *Manager) janitor() {

@@ -263,6 +263,17 @@ func (p *Process) closeOutputs(outputs []*os.File) {
 	}
 }
 
+// outputBytes is the storage the process's rings hold.
+func (p *Process) outputBytes() int64 {
+	return int64(p.stdout.storage() + p.stderr.storage())
+}
+
+// releaseOutput frees the rings' storage of an exited process and answers
+// how much that was; offsets and byte counts stay.
+func (p *Process) releaseOutput() int64 {
+	return int64(p.stdout.release() + p.stderr.release())
+}
+
 // exitStatus reads the exit code and signal from a reaped process. A
 // process killed by signal N reports exit code 128+N, as shells do.
 func exitStatus(ps *os.ProcessState, err error) (int, string) {

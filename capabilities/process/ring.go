@@ -102,6 +102,26 @@ func (r *Ring) Close() {
 	}
 }
 
+// storage is the bytes of memory the ring holds.
+func (r *Ring) storage() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.buf)
+}
+
+// release drops the storage of a closed ring and answers its size: End
+// stays, and a reader learns that every byte before it was lost (a gap).
+func (r *Ring) release() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.closed {
+		return 0
+	}
+	n := len(r.buf)
+	r.buf = nil
+	return n
+}
+
 // End is the offset the next byte will have: the total bytes written.
 func (r *Ring) End() int64 {
 	r.mu.Lock()

@@ -154,5 +154,6 @@ func (m *Manager) release() {
 // exited is called once per process when it has exited.
 func (m *Manager) exited(p *Process) {
 	m.release()
+	m.retainOutput(p)
 	m.log.Info("process exited", "id", p.id, "pid", p.pid, "code", p.exitCode, "signal", p.signal, "timed_out", p.timedOut.Load())
 }

@@ -284,3 +284,53 @@ func firstDiff(a, b []byte) int {
 	}
 	return min(len(a), len(b))
 }
+
+// Exited processes keep their output within a budget: a client that starts
+// many chatty processes cannot make the daemon hold each one's rings for the
+// whole retention. The oldest exited processes give up their output first
+// (a reader learns of it as a gap); their status stays.
+func TestRetainedOutputIsBounded(t *testing.T) {
+	t.Parallel()
+	const ring, budget = 16 << 10, 40 << 10
+	m := newManager(t, process.Options{RingBytes: ring, RetainedOutputBytes: budget})
+	var ps []*process.Process
+	for range 5 {
+		p, err := m.Start(api.StartRequest{Command: api.Command{Shell: fmt.Sprintf("head -c %d /dev/zero", ring)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitDone(t, p)
+		ps = append(ps, p)
+	}
+	held := 0
+	for i, p := range ps {
+		s, err := p.Subscribe(0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := s.Next(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Type {
+		case "output":
+			held += ring
+		case "gap":
+			if ev.Lost != ring || ev.Offset != ring {
+				t.Fatalf("process %d: gap %+v", i, ev)
+			}
+		default:
+			t.Fatalf("process %d: first event %+v", i, ev)
+		}
+		if info := p.Info(); info.State != api.StateExited || info.StdoutBytes != ring {
+			t.Fatalf("process %d: info %+v", i, info)
+		}
+	}
+	if held > budget {
+		t.Fatalf("exited processes hold %d bytes of output, over the budget of %d", held, budget)
+	}
+	// The newest keeps its output.
+	if out, _, _ := collect(t, ps[len(ps)-1], 0, 0); len(out) != ring {
+		t.Fatalf("newest process kept %d bytes", len(out))
+	}
+}
