@@ -128,6 +128,15 @@ func (w *Watcher) run(ctx context.Context) {
 }
 
 func (w *Watcher) handle(ev fsnotify.Event) {
+	newDir := false
+	if w.recursive && ev.Op&fsnotify.Create != 0 {
+		if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
+			// Watch the new directory before reporting it: a client that
+			// sees "create dir" and then writes into it must get the
+			// events of that write.
+			newDir = w.addDir(ev.Name)
+		}
+	}
 	for _, op := range []struct {
 		bit  fsnotify.Op
 		name string
@@ -136,13 +145,10 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 			w.push(api.WatchEvent{Op: op.name, Path: ev.Name})
 		}
 	}
-	if w.recursive && ev.Op&fsnotify.Create != 0 {
-		if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
-			// Entries made in the new directory before its watch was added
-			// would be missed: report them as created.
-			w.addDir(ev.Name)
-			w.addTree(ev.Name, true)
-		}
+	if newDir {
+		// Entries made in the new directory before its watch was added
+		// would be missed: report them as created.
+		w.addTree(ev.Name, true)
 	}
 }
 
