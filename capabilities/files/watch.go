@@ -176,6 +176,13 @@ func (w *Watcher) addDir(p string) bool {
 	w.mu.Lock()
 	full := w.dirs >= MaxWatchDirs
 	if full {
+		// The watches of directories removed or moved away since went
+		// with them (the kernel drops them, and fsnotify forgets them)
+		// without being counted here: count what is really watched.
+		w.dirs = len(w.fsw.WatchList())
+		full = w.dirs >= MaxWatchDirs
+	}
+	if full {
 		w.overflowed = true
 	} else {
 		w.dirs++

@@ -34,3 +34,36 @@ func TestWatchNewDirectoryIsWatchedWhenReported(t *testing.T) {
 		waitFor(t, w, "write", f)
 	}
 }
+
+// Directories that come and go below a recursive watch give their watches
+// back: after more than MaxWatchDirs of them have lived and died, a new one
+// is still watched, and no overflow claims that events were lost.
+func TestWatchRemovedDirectoriesFreeTheirWatches(t *testing.T) {
+	root := t.TempDir()
+	w, err := files.Watch(t.Context(), root, files.WatchOptions{Recursive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	d := filepath.Join(root, "d")
+	for range files.MaxWatchDirs + 10 {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, w, "create", d)
+		if err := os.Remove(d); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, w, "remove", d)
+	}
+	last := filepath.Join(root, "last")
+	if err := os.Mkdir(last, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, w, "create", last)
+	f := filepath.Join(last, "f")
+	if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, w, "write", f)
+}
