@@ -173,3 +173,43 @@ func TestMkdirParentsKeepsAnExistingDirectorysMode(t *testing.T) {
 		t.Error("mkdir -p over a file succeeded")
 	}
 }
+
+// A client that announces an upload again while its commit runs (a retry
+// after a timeout) must not race with the commit: Begin updates the
+// upload's overwrite flag and mode, which Commit reads. Run with -race.
+func TestUploadBeginDuringCommitDoesNotRace(t *testing.T) {
+	for i := range 20 {
+		dir := t.TempDir()
+		data := bytes.Repeat([]byte{byte(i)}, 1<<16)
+		sum := sha256.Sum256(data)
+		req := api.UploadRequest{Path: filepath.Join(dir, "f"), Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:]), Mode: "0600"}
+		us := files.NewUploads(files.UploadOptions{})
+		st, err := us.Begin(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := us.Put(t.Context(), st.ID, 0, bytes.NewReader(data), nil); err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				// Fails once the commit is done and the path exists.
+				_, _ = us.Begin(req)
+			}
+		}()
+		if _, err := us.Commit(t.Context(), st.ID); err != nil {
+			t.Error(err)
+		}
+		close(stop)
+		<-done
+		us.Close()
+	}
+}

@@ -414,9 +414,14 @@ func (us *Uploads) Commit(ctx context.Context, id string) (api.WriteResult, erro
 		return api.WriteResult{}, api.Errorf(api.KindTransferFailed,
 			"upload %s: sha256 mismatch (got %s, want %s); nothing was written", u.op.Path, got, u.op.SHA256)
 	}
+	// Begin may update the overwrite flag and mode at any time (it holds
+	// us.mu, not sem): take them once, under the same lock.
+	us.mu.Lock()
+	op := u.op
+	us.mu.Unlock()
 	var mode *fs.FileMode
-	if u.op.ModeGiven {
-		mode = &u.op.Mode
+	if op.ModeGiven {
+		mode = &op.Mode
 	}
 	t, err := prepareTarget("upload", u.op.Path, mode)
 	if err != nil {
@@ -426,7 +431,7 @@ func (us *Uploads) Commit(ctx context.Context, id string) (api.WriteResult, erro
 	if err != nil {
 		return api.WriteResult{}, us.failed(u, err)
 	}
-	if err := t.install(f, u.partial, u.op.Overwrite); err != nil {
+	if err := t.install(f, u.partial, op.Overwrite); err != nil {
 		f.Close()
 		if errors.Is(err, os.ErrExist) {
 			// Keep the upload: the client may commit again after removing
