@@ -44,8 +44,10 @@ func (d *Desktop) LaunchApp(ctx context.Context, req api.LaunchRequest) (*api.La
 		}
 		return nil, api.Errorf(api.KindInvalidArgument, "launch %q: %w", argv[0], err)
 	}
-	// Reap the app whenever it exits, so it never lingers as a zombie.
-	go func() { _ = cmd.Wait() }()
+	// Reap the app whenever it exits, so it never lingers as a zombie; the
+	// wait for its window learns of a failed exit at once.
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	res := &api.LaunchResult{PID: cmd.Process.Pid}
 	if !req.WaitForWindow {
 		return res, nil
@@ -59,13 +61,26 @@ func (d *Desktop) LaunchApp(ctx context.Context, req api.LaunchRequest) (*api.La
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	w, err := x.waitForWindowOf(wctx, res.PID)
+	w, err := x.waitForWindowOf(wctx, res.PID, exited)
 	if err != nil {
-		if ctx.Err() != nil {
+		var ex *appExited
+		switch {
+		case errors.As(err, &ex):
+			return nil, api.Errorf(api.KindEnv, "launched %q as pid %d, but it ended (%v) before it showed a window", argv[0], res.PID, ex.err)
+		case ctx.Err() != nil:
 			return nil, api.Errorf(api.KindCancelled, "launch %q: %w", argv[0], err)
+		case errors.Is(err, errLauncherDone):
+			return nil, api.Errorf(api.KindTimeout, "launched %q as pid %d; it exited, and no window of its process group appeared within %s", argv[0], res.PID, wait)
+		case !errors.Is(err, context.DeadlineExceeded):
+			return nil, err
 		}
-		return nil, api.Errorf(api.KindTimeout, "launched %q as pid %d, but no window of that pid appeared within %s (it keeps running)", argv[0], res.PID, wait)
+		return nil, api.Errorf(api.KindTimeout, "launched %q as pid %d, but no window of its process group appeared within %s (it keeps running)", argv[0], res.PID, wait)
 	}
 	res.Window = w
 	return res, nil
 }
+
+// appExited says the launched process failed before a window appeared.
+type appExited struct{ err error }
+
+func (e *appExited) Error() string { return "the app ended: " + e.err.Error() }

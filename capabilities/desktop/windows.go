@@ -3,11 +3,13 @@ package desktop
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/jezek/xgb/xproto"
+	"golang.org/x/sys/unix"
 
 	"github.com/trycua/cua-spacesd/spacesd/api"
 )
@@ -326,24 +328,49 @@ func (d *Desktop) SetWindowGeometry(ctx context.Context, id uint32, req api.Geom
 // maxWindowSide bounds a requested window side (the X protocol's int16).
 const maxWindowSide = 32767
 
-// waitForWindowOf waits until a window of pid is listed.
-func (x *xconn) waitForWindowOf(ctx context.Context, pid int) (*api.Window, error) {
+// errLauncherDone says the launched process exited successfully and no
+// window of its group appeared before the deadline.
+var errLauncherDone = errors.New("the launched process exited")
+
+// waitForWindowOf waits until a window of pid's process group is listed:
+// the app may be a launcher (a script, a shell line) whose child owns the
+// window. exited delivers the launched process's exit: a failure ends the
+// wait at once (*appExited); a clean exit does not, as a child may still
+// show the window.
+func (x *xconn) waitForWindowOf(ctx context.Context, pid int, exited <-chan error) (*api.Window, error) {
 	t := time.NewTicker(wmSettlePoll * 5)
 	defer t.Stop()
+	var failed error
+	launcherDone := false
 	for {
 		ws, err := x.windows("")
 		if err != nil {
 			return nil, err
 		}
 		for _, w := range ws {
-			if w.PID == pid {
+			if w.PID == pid || (w.PID > 0 && inProcessGroup(w.PID, pid)) {
 				return &w, nil
 			}
 		}
+		if failed != nil {
+			return nil, &appExited{failed}
+		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("no window of pid %d: %w", pid, ctx.Err())
+			if launcherDone {
+				return nil, fmt.Errorf("no window of process group %d: %w (%w)", pid, ctx.Err(), errLauncherDone)
+			}
+			return nil, fmt.Errorf("no window of process group %d: %w", pid, ctx.Err())
+		case err := <-exited:
+			// Look once more: the window may have come with the exit.
+			exited, launcherDone, failed = nil, true, err
 		case <-t.C:
 		}
 	}
+}
+
+// inProcessGroup reports whether process pid is in the process group pgid.
+func inProcessGroup(pid, pgid int) bool {
+	g, err := unix.Getpgid(pid)
+	return err == nil && g == pgid
 }
