@@ -93,7 +93,17 @@ func (d *Desktop) Capture(ctx context.Context, windowID uint32) (*image.RGBA, ap
 		return nil, api.Rect{}, api.Errorf(api.KindInvalidArgument, "window %d lies outside the screen", windowID)
 	}
 	img, err := x.grab(xproto.Drawable(x.root), r.X, r.Y, r.Width, r.Height)
-	return img, r, err
+	if err != nil || r == win.Bounds {
+		return img, win.Bounds, err
+	}
+	// The image still spans the whole window, off-screen parts black, so
+	// that its pixel (x, y) is the window's point (x, y) as with Composite:
+	// input given with the window id maps from the window's origin.
+	full := image.NewRGBA(image.Rect(0, 0, win.Bounds.Width, win.Bounds.Height))
+	draw.Draw(full, full.Bounds(), image.Black, image.Point{}, draw.Src)
+	at := image.Pt(r.X-win.Bounds.X, r.Y-win.Bounds.Y)
+	draw.Draw(full, img.Bounds().Add(at), img, image.Point{}, draw.Src)
+	return full, win.Bounds, nil
 }
 
 // grabComposited reads the window's content from its top-level frame's

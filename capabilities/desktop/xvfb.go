@@ -30,7 +30,10 @@ type VirtualOptions struct {
 	Size string
 	// NoWindowManager skips openbox (for tests of a bare display).
 	NoWindowManager bool
-	Logger          *slog.Logger
+	// NoComposite starts Xvfb without the Composite extension (for tests
+	// of the capture without it).
+	NoComposite bool
+	Logger      *slog.Logger
 }
 
 // Virtual is an Xvfb (and openbox) the daemon or a test started.
@@ -65,8 +68,12 @@ func StartVirtual(ctx context.Context, opts VirtualOptions) (*Virtual, error) {
 		return nil, err
 	}
 	defer r.Close()
+	composite := "+extension"
+	if opts.NoComposite {
+		composite = "-extension"
+	}
 	xvfb := exec.Command(xvfbPath, "-displayfd", "3", "-screen", "0", opts.Size+"x24",
-		"-nolisten", "tcp", "-noreset", "+extension", "COMPOSITE", "+extension", "XTEST")
+		"-nolisten", "tcp", "-noreset", composite, "COMPOSITE", "+extension", "XTEST")
 	xvfb.ExtraFiles = []*os.File{w}
 	xvfb.SysProcAttr = childProcAttr()
 	if err := xvfb.Start(); err != nil {

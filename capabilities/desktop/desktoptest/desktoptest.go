@@ -17,6 +17,8 @@ type Options struct {
 	Size string
 	// NoWindowManager leaves the display without openbox.
 	NoWindowManager bool
+	// NoComposite starts the display without the Composite extension.
+	NoComposite bool
 }
 
 // Start starts the display and returns its name (":N"). Without Xvfb the
@@ -24,7 +26,7 @@ type Options struct {
 func Start(t testing.TB, opts Options) string {
 	t.Helper()
 	Require(t)
-	v, err := desktop.StartVirtual(context.Background(), desktop.VirtualOptions{Size: opts.Size, NoWindowManager: opts.NoWindowManager})
+	v, err := desktop.StartVirtual(context.Background(), desktop.VirtualOptions{Size: opts.Size, NoWindowManager: opts.NoWindowManager, NoComposite: opts.NoComposite})
 	if err != nil {
 		t.Fatalf("start virtual display: %v", err)
 	}
