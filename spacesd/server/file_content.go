@@ -74,7 +74,9 @@ func (g *fileGroup) handleRead(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead || n == 0 {
 		return
 	}
-	var out io.Writer = &countingWriter{w: w, count: g.s.metrics.BytesOut.Add}
+	iw := writeIdle(w)
+	defer iw.clear()
+	var out io.Writer = &countingWriter{w: iw, count: g.s.metrics.BytesOut.Add}
 	sum := sha256.New()
 	if wholeFile {
 		out = io.MultiWriter(out, sum)
@@ -111,7 +113,9 @@ func (g *fileGroup) handleWrite(w http.ResponseWriter, r *http.Request) {
 		}
 		opt.Mode = (*fs.FileMode)(&m)
 	}
-	res, err := files.WriteAtomic(q.Get("path"), r.Body, opt)
+	body := readIdle(w, r.Body)
+	defer body.done()
+	res, err := files.WriteAtomic(q.Get("path"), body, opt)
 	if err != nil {
 		writeError(w, err)
 		return

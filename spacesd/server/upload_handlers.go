@@ -48,7 +48,8 @@ func (g *fileGroup) handleUploadChunk(w http.ResponseWriter, r *http.Request) {
 			id, r.ContentLength, files.MaxUploadChunkBytes))
 		return
 	}
-	body := http.MaxBytesReader(w, r.Body, files.MaxUploadChunkBytes)
+	body := readIdle(w, http.MaxBytesReader(w, r.Body, files.MaxUploadChunkBytes))
+	defer body.done()
 	st, err := g.uploads.Put(r.Context(), id, offset, body, g.countIn())
 	if err != nil {
 		writeError(w, err)
