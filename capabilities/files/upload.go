@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -365,7 +366,8 @@ func (us *Uploads) failed(u *upload, err error) error {
 	if isDiskFull(err) {
 		us.drop(u)
 		return api.Errorf(api.KindIO, "disk full while uploading %s; the upload was dropped and nothing was changed", u.op.Path).
-			WithHint("free space on the Space's disk (or its quota), then upload again")
+			WithHint("free space on the Space's disk (or its quota), then upload again").
+			WithStatus(http.StatusInsufficientStorage)
 	}
 	return fsError("upload", u.op.Path, err)
 }

@@ -8,6 +8,7 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -78,7 +79,8 @@ func WriteAtomic(path string, r io.Reader, opt WriteOptions) (api.WriteResult, e
 func writeError(op, path string, err error) error {
 	if isDiskFull(err) {
 		return api.Errorf(api.KindIO, "disk full while writing %s; nothing was changed", path).
-			WithHint("free space on the Space's disk (or its quota), then retry")
+			WithHint("free space on the Space's disk (or its quota), then retry").
+			WithStatus(http.StatusInsufficientStorage)
 	}
 	return fsError(op, path, err)
 }

@@ -97,8 +97,6 @@ func StatusFor(k Kind) int {
 		return http.StatusUnprocessableEntity
 	case KindCancelled:
 		return 499 // client closed request, as nginx names it
-	case KindIO:
-		return http.StatusInsufficientStorage
 	default:
 		return http.StatusInternalServerError
 	}
@@ -140,6 +138,10 @@ func Errorf(kind Kind, format string, args ...any) *Error {
 
 // WithHint returns e with its hint replaced.
 func (e *Error) WithHint(hint string) *Error { e.Hint = hint; return e }
+
+// WithStatus returns e travelling with another HTTP status than its kind's
+// (a full disk: kind io, 507 Insufficient Storage).
+func (e *Error) WithStatus(status int) *Error { e.Status = status; return e }
 
 // WithRetryable returns e with its retry flag replaced.
 func (e *Error) WithRetryable(r bool) *Error { e.Retryable = r; return e }

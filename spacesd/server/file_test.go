@@ -377,6 +377,9 @@ func TestFileDiskFull(t *testing.T) {
 	if !errors.As(err, &ae) || ae.Kind != api.KindIO || ae.Message != "disk full while writing "+p+"; nothing was changed" {
 		t.Fatalf("write to a full disk: %v", err)
 	}
+	if ae.Status != http.StatusInsufficientStorage {
+		t.Errorf("full disk answered HTTP %d, want 507", ae.Status)
+	}
 	// The upload fills the disk in its chunk: dropped, nothing changed.
 	st, err := c.BeginUpload(ctx, api.UploadRequest{Path: p, Size: int64(len(big)), SHA256: sha(big), Overwrite: true})
 	if err != nil {
