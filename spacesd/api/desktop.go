@@ -75,7 +75,8 @@ type LaunchRequest struct {
 	Shell string            `json:"shell,omitempty"`
 	Env   map[string]string `json:"env,omitempty"`
 	Cwd   string            `json:"cwd,omitempty"`
-	// WaitForWindow waits until a window of the app's pid is listed.
+	// WaitForWindow waits until a window of a process in the app's process
+	// group is listed (so `app &` and launcher scripts count too).
 	WaitForWindow bool `json:"wait_for_window,omitempty"`
 	// TimeoutMS bounds the wait for the window; 0 = the daemon's default.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
