@@ -93,19 +93,22 @@ func currentUser(t *testing.T) string {
 func TestExecStdinHeldByBackgroundChild(t *testing.T) {
 	t.Parallel()
 	m := newManager(t, process.Options{})
-	stop := filepath.Join(t.TempDir(), "stop")
-	// The child polls for the stop file, so the test can end it without
-	// signalling a pid it never reaped; after a minute it lets go anyway,
-	// so a hung Exec returns and the test can tell.
-	release := time.AfterFunc(time.Minute, func() { _ = os.WriteFile(stop, nil, 0o600) })
+	// The child runs while a marker file exists, so the test can end it
+	// without signalling a pid it never reaped; the marker goes after a
+	// minute anyway, so a hung Exec returns and the test can tell.
+	marker := filepath.Join(t.TempDir(), "hold")
+	if err := os.WriteFile(marker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	release := time.AfterFunc(time.Minute, func() { _ = os.Remove(marker) })
 	defer release.Stop()
-	defer os.WriteFile(stop, nil, 0o600)
-	script := fmt.Sprintf(`exec 3<&0; setsid sh -c 'while [ ! -e %s ]; do sleep 0.05; done' <&3 >/dev/null 2>&1 & echo started`, stop)
+	defer os.Remove(marker)
+	script := fmt.Sprintf(`exec 3<&0; setsid sh -c 'while [ -e %s ]; do sleep 0.05; done' <&3 >/dev/null 2>&1 & echo started`, marker)
 	res, err := m.Exec(t.Context(), api.ExecRequest{Command: api.Command{Shell: script}, Stdin: strings.Repeat("x", 1<<20)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, serr := os.Stat(stop); serr == nil {
+	if _, serr := os.Stat(marker); serr != nil {
 		t.Fatal("Exec answered only after the background child let go of stdin")
 	}
 	if res.Stdout != "started\n" || res.ExitCode != 0 {
