@@ -11,9 +11,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/creack/pty"
 	"github.com/trycua/cua-spacesd/internal/procgroup"
 	"github.com/trycua/cua-spacesd/spacesd/api"
+	"golang.org/x/sys/unix"
 )
 
 // readChunkBytes is the size of one read from a process's output.
@@ -144,7 +144,18 @@ func (p *Process) Resize(size api.PTYSize) error {
 	if p.ttyClosed {
 		return p.errExited()
 	}
-	if err := pty.Setsize(p.tty, &pty.Winsize{Cols: size.Cols, Rows: size.Rows}); err != nil {
+	// Through the raw connection, not pty.Setsize: that takes Fd(), which
+	// would put the master back into blocking mode (see pollable).
+	rc, err := p.tty.SyscallConn()
+	if err == nil {
+		cerr := rc.Control(func(fd uintptr) {
+			err = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Col: size.Cols, Row: size.Rows})
+		})
+		if cerr != nil {
+			err = cerr
+		}
+	}
+	if err != nil {
 		if errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EBADF) {
 			return p.errExited()
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/creack/pty"
 	"github.com/trycua/cua-spacesd/internal/procgroup"
 	"github.com/trycua/cua-spacesd/spacesd/api"
+	"golang.org/x/sys/unix"
 )
 
 // Start starts a detached process. It runs until it exits, is signalled,
@@ -76,11 +77,33 @@ func (p *Process) startPTY(cmd *exec.Cmd, size api.PTYSize) ([]*os.File, error) 
 	if err != nil {
 		return nil, err
 	}
+	tty = pollable(tty)
 	p.tty, p.stdin = tty, tty
 	p.stderr.Close() // a terminal has one output stream
 	p.readers.Add(1)
 	go p.pump(tty, p.stdout)
 	return []*os.File{tty}, nil
+}
+
+// pollable answers the PTY master as a file the runtime poller manages.
+// creack/pty reaches the master through Fd(), which switches it to blocking
+// mode for good: read and write deadlines then do nothing, so neither a
+// cancelled stdin write nor the drain after exit could wake a blocked call,
+// and a background child that keeps the terminal open would keep the
+// process "running" forever. A non-blocking duplicate is pollable again.
+// Should duplicating fail, the blocking master is kept: the child runs.
+func pollable(f *os.File) *os.File {
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return f
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		_ = unix.Close(fd)
+		return f
+	}
+	nf := os.NewFile(uintptr(fd), f.Name())
+	_ = f.Close()
+	return nf
 }
 
 // startPipes runs cmd with a pipe per output stream (and stdin on request).
