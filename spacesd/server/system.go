@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"net/http"
 
 	"github.com/trycua/cua-spacesd/spacesd/api"
@@ -27,6 +28,10 @@ func (s *Server) handleCapabilities(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	// Render first, send after: the metrics lock is one every request
+	// takes when it ends, and a scraper that stops reading must not hold it.
+	var buf bytes.Buffer
+	s.metrics.write(&buf)
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	s.metrics.write(w)
+	_, _ = w.Write(buf.Bytes())
 }
