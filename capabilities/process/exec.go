@@ -68,8 +68,12 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResul
 		cmd.WaitDelay = ExecWaitDelay
 	}
 
-	m.execs.Add(1)
-	defer m.execs.Add(-1)
+	// An Exec is a running process like a detached one: both count against
+	// MaxProcesses, so a flood of execs cannot exhaust pids and descriptors.
+	if err := m.reserve(); err != nil {
+		return nil, err
+	}
+	defer m.release()
 	start := time.Now()
 	err = cmd.Start()
 	// The child has its copies; ours must go so EOF comes when it is done.

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/trycua/cua-spacesd/spacesd/api"
@@ -18,7 +17,8 @@ import (
 const (
 	// DefaultRingBytes is the output kept per stream of a detached process.
 	DefaultRingBytes = 1 << 20
-	// DefaultMaxProcesses bounds detached processes running at once.
+	// DefaultMaxProcesses bounds the processes (detached ones and Execs in
+	// flight) running at once.
 	DefaultMaxProcesses = 256
 	// DefaultExitRetention keeps an exited process's status and output: the
 	// design promises at least 10 minutes.
@@ -112,7 +112,6 @@ type Manager struct {
 	retained      []*Process
 	retainedBytes int64
 
-	execs atomic.Int64 // Execs in flight
 
 	wg          sync.WaitGroup // every goroutine the Manager owns
 	janitorDone chan struct{}
@@ -145,7 +144,7 @@ func (m *Manager) Limits() (ringBytes, maxProcesses int, retention time.Duration
 func (m *Manager) Running() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.running + int(m.execs.Load())
+	return m.running
 }
 
 // Get returns a process by id, or not_found.

@@ -153,9 +153,15 @@ func TestMaxProcesses(t *testing.T) {
 	if _, err := m.Start(api.StartRequest{Command: api.Command{Argv: []string{"true"}}}); api.KindOf(err) != api.KindLimitExceeded {
 		t.Fatalf("third start: %v", err)
 	}
+	if _, err := m.Exec(t.Context(), api.ExecRequest{Command: api.Command{Argv: []string{"true"}}}); api.KindOf(err) != api.KindLimitExceeded {
+		t.Fatalf("exec at the limit: %v", err)
+	}
 	for _, p := range ps {
 		_ = p.Signal(syscall.SIGKILL, true)
 		waitDone(t, p)
+	}
+	if _, err := m.Exec(t.Context(), api.ExecRequest{Command: api.Command{Argv: []string{"true"}}}); err != nil {
+		t.Fatalf("exec after exits: %v", err)
 	}
 	p, err := m.Start(api.StartRequest{Command: api.Command{Argv: []string{"true"}}})
 	if err != nil {
