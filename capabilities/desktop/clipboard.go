@@ -31,23 +31,26 @@ type clipboard struct {
 	text  string
 	owned bool
 
-	getMu  sync.Mutex // one conversion at a time
+	get    semaphore // one conversion at a time
 	notify chan xproto.SelectionNotifyEvent
 }
 
-func newClipboard(x *xconn) (*clipboard, error) {
-	id, err := x.c.NewId()
+func newClipboard(ctx context.Context, x *xconn) (*clipboard, error) {
+	var w xproto.Window
+	err := x.do(ctx, "create the clipboard window", func() error {
+		id, err := x.c.NewId()
+		if err != nil {
+			return err
+		}
+		w = xproto.Window(id)
+		return xproto.CreateWindowChecked(x.c, 0, w, x.root, -10, -10, 1, 1, 0,
+			xproto.WindowClassInputOnly, 0, xproto.CwEventMask,
+			[]uint32{xproto.EventMaskPropertyChange}).Check()
+	})
 	if err != nil {
 		return nil, err
 	}
-	w := xproto.Window(id)
-	err = xproto.CreateWindowChecked(x.c, 0, w, x.root, -10, -10, 1, 1, 0,
-		xproto.WindowClassInputOnly, 0, xproto.CwEventMask,
-		[]uint32{xproto.EventMaskPropertyChange}).Check()
-	if err != nil {
-		return nil, err
-	}
-	return &clipboard{x: x, win: w, notify: make(chan xproto.SelectionNotifyEvent, 1)}, nil
+	return &clipboard{x: x, win: w, get: newSemaphore(), notify: make(chan xproto.SelectionNotifyEvent, 1)}, nil
 }
 
 // ClipboardSet puts text on CLIPBOARD and PRIMARY.
@@ -67,16 +70,21 @@ func (d *Desktop) ClipboardSet(ctx context.Context, text string) error {
 	c.text, c.owned = text, true
 	c.mu.Unlock()
 	for _, sel := range []string{"CLIPBOARD", "PRIMARY"} {
-		a, err := x.atom(sel)
+		a, err := x.atom(ctx, sel)
 		if err != nil {
 			return err
 		}
-		if err := xproto.SetSelectionOwnerChecked(x.c, c.win, a, xproto.TimeCurrentTime).Check(); err != nil {
-			return xerr("take the "+sel+" selection", err)
-		}
-		r, err := xproto.GetSelectionOwner(x.c, a).Reply()
+		err = x.do(ctx, "take the "+sel+" selection", func() error {
+			return xerr("take the "+sel+" selection", xproto.SetSelectionOwnerChecked(x.c, c.win, a, xproto.TimeCurrentTime).Check())
+		})
 		if err != nil {
-			return xerr("check the "+sel+" owner", err)
+			return err
+		}
+		r, err := await(ctx, x, "check the "+sel+" owner", func() (*xproto.GetSelectionOwnerReply, error) {
+			return xproto.GetSelectionOwner(x.c, a).Reply()
+		})
+		if err != nil {
+			return err
 		}
 		if r.Owner != c.win {
 			return api.Errorf(api.KindEnv, "another client kept the %s selection", sel)
@@ -92,13 +100,15 @@ func (d *Desktop) ClipboardGet(ctx context.Context) (string, error) {
 		return "", err
 	}
 	c := x.clip
-	sel, err := x.atom("CLIPBOARD")
+	sel, err := x.atom(ctx, "CLIPBOARD")
 	if err != nil {
 		return "", err
 	}
-	owner, err := xproto.GetSelectionOwner(x.c, sel).Reply()
+	owner, err := await(ctx, x, "ask the clipboard owner", func() (*xproto.GetSelectionOwnerReply, error) {
+		return xproto.GetSelectionOwner(x.c, sel).Reply()
+	})
 	if err != nil {
-		return "", xerr("ask the clipboard owner", err)
+		return "", err
 	}
 	if owner.Owner == 0 {
 		return "", nil
@@ -108,8 +118,10 @@ func (d *Desktop) ClipboardGet(ctx context.Context) (string, error) {
 		defer c.mu.Unlock()
 		return c.text, nil
 	}
-	c.getMu.Lock()
-	defer c.getMu.Unlock()
+	if err := c.get.acquire(ctx); err != nil {
+		return "", x.ctxErr(ctx, "wait for another clipboard read")
+	}
+	defer c.get.release()
 	for _, target := range []string{"UTF8_STRING", "STRING"} {
 		text, ok, err := c.convert(ctx, sel, target)
 		if err != nil || ok {
@@ -122,11 +134,15 @@ func (d *Desktop) ClipboardGet(ctx context.Context) (string, error) {
 // convert asks the owner for the selection as target and reads the answer.
 func (c *clipboard) convert(ctx context.Context, sel xproto.Atom, target string) (string, bool, error) {
 	x := c.x
-	t, err := x.atom(target)
+	t, err := x.atom(ctx, target)
 	if err != nil {
 		return "", false, err
 	}
-	prop, err := x.atom(clipProperty)
+	incr, err := x.atom(ctx, "INCR")
+	if err != nil {
+		return "", false, err
+	}
+	prop, err := x.atom(ctx, clipProperty)
 	if err != nil {
 		return "", false, err
 	}
@@ -134,7 +150,12 @@ func (c *clipboard) convert(ctx context.Context, sel xproto.Atom, target string)
 	case <-c.notify:
 	default:
 	}
-	xproto.ConvertSelection(x.c, c.win, sel, t, prop, xproto.TimeCurrentTime)
+	if err := x.do(ctx, "ask for the clipboard", func() error {
+		xproto.ConvertSelection(x.c, c.win, sel, t, prop, xproto.TimeCurrentTime)
+		return nil
+	}); err != nil {
+		return "", false, err
+	}
 	timer := time.NewTimer(clipboardTimeout)
 	defer timer.Stop()
 	var ev xproto.SelectionNotifyEvent
@@ -148,16 +169,21 @@ func (c *clipboard) convert(ctx context.Context, sel xproto.Atom, target string)
 	if ev.Property == 0 {
 		return "", false, nil // refused this target
 	}
-	r, err := xproto.GetProperty(x.c, true, c.win, prop, xproto.GetPropertyTypeAny, 0, maxPropWords).Reply()
+	r, err := await(ctx, x, "read the clipboard property", func() (*xproto.GetPropertyReply, error) {
+		r, err := xproto.GetProperty(x.c, true, c.win, prop, xproto.GetPropertyTypeAny, 0, maxPropWords).Reply()
+		if err == nil && r.BytesAfter > 0 {
+			// GetProperty deletes the property only when it read all of it.
+			xproto.DeleteProperty(x.c, c.win, prop)
+		}
+		return r, err
+	})
 	if err != nil {
-		return "", false, xerr("read the clipboard property", err)
+		return "", false, err
 	}
 	if r.BytesAfter > 0 {
-		// GetProperty deletes the property only when it read all of it.
-		xproto.DeleteProperty(x.c, c.win, prop)
 		return "", false, api.Errorf(api.KindLimitExceeded, "the clipboard holds more than the %d bytes the daemon reads", maxPropWords*4)
 	}
-	if r.Type == x.mustAtom("INCR") {
+	if r.Type == incr {
 		return "", false, api.Errorf(api.KindLimitExceeded, "the clipboard holds more text than one transfer carries (incremental transfer is not supported; limit about %d bytes)", MaxClipboardBytes)
 	}
 	if target == "STRING" {
@@ -187,7 +213,8 @@ func (c *clipboard) onNotify(e xproto.SelectionNotifyEvent) {
 func (c *clipboard) onProperty(xproto.PropertyNotifyEvent) {}
 
 func (c *clipboard) onClear(e xproto.SelectionClearEvent) {
-	if e.Owner != c.win || e.Selection != c.x.mustAtom("CLIPBOARD") {
+	// The event loop has no caller's context; replyTimeout bounds it.
+	if e.Owner != c.win || e.Selection != c.x.mustAtom(context.Background(), "CLIPBOARD") {
 		return
 	}
 	c.mu.Lock()
@@ -205,7 +232,8 @@ func (c *clipboard) onRequest(e xproto.SelectionRequestEvent) {
 	if prop == 0 {
 		prop = e.Target // an obsolete client: answer in the target's name
 	}
-	utf8Atom, str, txt, targets := x.mustAtom("UTF8_STRING"), xproto.Atom(xproto.AtomString), x.mustAtom("TEXT"), x.mustAtom("TARGETS")
+	ctx := context.Background() // the event loop's; replyTimeout bounds it
+	utf8Atom, str, txt, targets := x.mustAtom(ctx, "UTF8_STRING"), xproto.Atom(xproto.AtomString), x.mustAtom(ctx, "TEXT"), x.mustAtom(ctx, "TARGETS")
 	ok := owned
 	if ok {
 		switch e.Target {

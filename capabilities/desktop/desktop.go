@@ -10,6 +10,7 @@ package desktop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -55,14 +56,21 @@ type Desktop struct {
 	display string
 	log     *slog.Logger
 
-	mu      sync.Mutex // guards x, lastErr, lastDial
+	// mu guards x, lastErr, lastAt. It is held across a dial, so it is a
+	// semaphore: a caller behind a dial to a hung display gives up with
+	// its own context.
+	mu      semaphore
 	x       *xconn
 	lastErr error
 	lastAt  time.Time
 
-	// inputMu serializes input sequences: two clicks must not interleave
-	// their press and release events.
-	inputMu sync.Mutex
+	// input serializes input sequences: two clicks must not interleave
+	// their press and release events. A semaphore, not a mutex, so that a
+	// call waiting behind a stuck one gives up with its own context.
+	input semaphore
+	// owed are keys and buttons an abandoned input call may have left
+	// pressed; the next input call releases them first. Guarded by input.
+	owed held
 }
 
 // New returns a Desktop of the given display; it does not connect yet.
@@ -70,7 +78,7 @@ func New(opts Options) *Desktop {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Desktop{display: opts.Display, log: opts.Logger}
+	return &Desktop{display: opts.Display, log: opts.Logger, input: newSemaphore(), mu: newSemaphore()}
 }
 
 // Display is the display this Desktop uses.
@@ -78,10 +86,10 @@ func (d *Desktop) Display() string { return d.display }
 
 // Close drops the X connection, restoring the keyboard map first.
 func (d *Desktop) Close() {
-	d.mu.Lock()
+	_ = d.mu.acquire(context.Background())
 	x := d.x
 	d.x = nil
-	d.mu.Unlock()
+	d.mu.release()
 	if x != nil {
 		x.close()
 	}
@@ -90,13 +98,19 @@ func (d *Desktop) Close() {
 // conn returns a live connection, dialling one when there is none or the
 // last one died. The error is a capability error naming why.
 func (d *Desktop) conn(ctx context.Context) (*xconn, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	if d.mu.acquire(ctx) != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, api.Errorf(api.KindTimeout, "X display %s: waiting for another call's connect: %w", d.display, ctx.Err())
+		}
+		return nil, api.Errorf(api.KindCancelled, "X display %s: waiting for another call's connect: %w", d.display, ctx.Err())
+	}
+	defer d.mu.release()
 	if d.x != nil {
 		if d.x.alive() {
 			return d.x, nil
 		}
 		d.log.Warn("X connection lost; reconnecting", "display", d.display)
+		// Already dead or broken, so its close does not wait on the server.
 		d.x.close()
 		d.x = nil
 	}
@@ -109,13 +123,18 @@ func (d *Desktop) conn(ctx context.Context) (*xconn, error) {
 	x, err := dial(ctx, d.display, d.log)
 	d.lastAt = time.Now()
 	if err != nil {
-		d.lastErr = err
+		// Only the display's own refusal is remembered: a cancelled or
+		// timed-out dial says nothing to the next caller.
+		var u *unavailable
+		if errors.As(err, &u) {
+			d.lastErr = err
+		}
 		return nil, err
 	}
 	d.lastErr = nil
 	d.x = x
 	d.log.Info("X display connected", "display", d.display, "xtest", x.hasXTest, "composite", x.hasComposite,
-		"shm", x.shm != nil, "wm", x.wm())
+		"shm", x.shm != nil, "wm", x.wm(ctx))
 	return x, nil
 }
 
@@ -128,10 +147,12 @@ var errNoDisplay = &unavailable{"no X display: DISPLAY is unset (start cua-space
 
 // xconn is one X connection and what was learnt about the display.
 type xconn struct {
-	c      *xgb.Conn
-	screen *xproto.ScreenInfo
-	root   xproto.Window
-	log    *slog.Logger
+	failState
+	display string
+	c       *xgb.Conn
+	screen  *xproto.ScreenInfo
+	root    xproto.Window
+	log     *slog.Logger
 
 	hasXTest     bool
 	hasComposite bool
@@ -158,86 +179,127 @@ func dial(ctx context.Context, display string, logger *slog.Logger) (*xconn, err
 		c, err := xgb.NewConnDisplay(display)
 		ch <- result{c, err}
 	}()
+	// The handshake cannot be interrupted (xgb dials and reads the setup
+	// itself); a late connection is closed by whoever receives it.
+	abandon := func() {
+		go func() {
+			if r := <-ch; r.c != nil {
+				if s := socketOf(r.c); s != nil {
+					_ = s.Close()
+				}
+				r.c.Close()
+			}
+		}()
+	}
 	var r result
 	timer := time.NewTimer(dialTimeout)
 	defer timer.Stop()
 	select {
 	case r = <-ch:
 	case <-timer.C:
-		go func() {
-			if r := <-ch; r.c != nil {
-				r.c.Close()
-			}
-		}()
-		return nil, &unavailable{fmt.Sprintf("X display %s did not answer within %s", display, dialTimeout)}
+		abandon()
+		// Not unavailable: the server runs (it took the connection) but is
+		// stopped or grabbed, which may pass; the next call dials again.
+		return nil, api.Errorf(api.KindTimeout, "X display %s accepted the connection but did not answer within %s (stopped, or grabbed by another client)", display, dialTimeout)
 	case <-ctx.Done():
-		go func() {
-			if r := <-ch; r.c != nil {
-				r.c.Close()
-			}
-		}()
+		abandon()
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, api.Errorf(api.KindTimeout, "connect to X display %s: %w", display, ctx.Err())
+		}
 		return nil, api.Errorf(api.KindCancelled, "connect to X display %s: %w", display, ctx.Err())
 	}
 	if r.err != nil {
 		return nil, &unavailable{fmt.Sprintf("X display %s refused the connection (%v); check that the X server runs and DISPLAY is right", display, r.err)}
 	}
 	x := &xconn{
-		c:     r.c,
-		root:  xproto.Setup(r.c).DefaultScreen(r.c).Root,
-		log:   logger,
-		atoms: map[string]xproto.Atom{},
-		dead:  make(chan struct{}),
+		failState: failState{broken: make(chan struct{}), sock: socketOf(r.c)},
+		display:   display,
+		c:         r.c,
+		root:      xproto.Setup(r.c).DefaultScreen(r.c).Root,
+		log:       logger,
+		atoms:     map[string]xproto.Atom{},
+		dead:      make(chan struct{}),
 	}
 	x.screen = xproto.Setup(r.c).DefaultScreen(r.c)
-	if xtest.Init(r.c) == nil {
-		x.hasXTest = true
+	// The event loop starts after setup, which writes what it reads;
+	// replies reach their callers without it, events wait in xgb's queue.
+	err := x.setup(ctx)
+	go x.eventLoop()
+	if err != nil {
+		x.close()
+		return nil, err
 	}
-	if composite.Init(r.c) == nil {
-		if _, err := composite.QueryVersion(r.c, 0, 4).Reply(); err == nil {
-			// Automatic redirection keeps every top-level window's own
-			// content in a pixmap, so a covered window can still be
-			// captured; the server keeps painting the screen itself.
-			if err := composite.RedirectSubwindowsChecked(r.c, x.root, composite.RedirectAutomatic).Check(); err == nil {
-				x.hasComposite = true
+	return x, nil
+}
+
+// setup learns what the display offers and creates the clipboard window.
+func (x *xconn) setup(ctx context.Context) error {
+	err := x.do(ctx, "query extensions", func() error {
+		// Extension queries are round trips too: a server stopped right
+		// after the handshake must not hang the dial.
+		x.hasXTest = xtest.Init(x.c) == nil
+		if composite.Init(x.c) == nil {
+			if _, err := composite.QueryVersion(x.c, 0, 4).Reply(); err == nil {
+				// Automatic redirection keeps every top-level window's own
+				// content in a pixmap, so a covered window can still be
+				// captured; the server keeps painting the screen itself.
+				if err := composite.RedirectSubwindowsChecked(x.c, x.root, composite.RedirectAutomatic).Check(); err == nil {
+					x.hasComposite = true
+				}
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if shm.Init(r.c) == nil {
-		seg, err := newShmSeg(r.c, x.root, int(x.screen.WidthInPixels)*int(x.screen.HeightInPixels)*4)
+	if x.do(ctx, "query MIT-SHM", func() error { return shm.Init(x.c) }) == nil {
+		seg, err := newShmSeg(ctx, x, int(x.screen.WidthInPixels)*int(x.screen.HeightInPixels)*4)
 		if err != nil {
-			logger.Info("MIT-SHM unusable; screenshots use GetImage", "display", display, "err", err)
+			if x.brokenErr() != nil || ctx.Err() != nil {
+				return err
+			}
+			x.log.Info("MIT-SHM unusable; screenshots use GetImage", "display", x.display, "err", err)
 		} else {
 			x.shm = seg
 		}
 	}
 	x.keys = &keyboard{x: x}
-	clip, err := newClipboard(x)
+	clip, err := newClipboard(ctx, x)
 	if err != nil {
-		x.c.Close()
-		return nil, &unavailable{fmt.Sprintf("X display %s: cannot create the clipboard window: %v", display, err)}
+		var ae *api.Error
+		if errors.As(err, &ae) {
+			return err
+		}
+		return &unavailable{fmt.Sprintf("X display %s: cannot create the clipboard window: %v", x.display, err)}
 	}
 	x.clip = clip
-	go x.eventLoop()
-	return x, nil
+	return nil
 }
 
 func (x *xconn) alive() bool {
 	select {
 	case <-x.dead:
 		return false
+	case <-x.broken:
+		return false
 	default:
 		return true
 	}
 }
 
+// close restores the keyboard map and detaches the shared memory while the
+// server answers (each bounded by replyTimeout), then closes the socket and
+// waits for the event loop to end, so no goroutine of the connection stays.
 func (x *xconn) close() {
-	if x.alive() {
+	if x.alive() && x.keys != nil {
 		x.keys.restoreAll()
 	}
 	if x.shm != nil {
-		x.shm.close(x.c)
+		x.shm.close(x)
 	}
-	x.c.Close()
+	x.kill()
+	<-x.dead
 }
 
 // eventLoop dispatches the events the daemon cares about (selection
@@ -253,6 +315,9 @@ func (x *xconn) eventLoop() {
 			x.log.Debug("X error", "err", err)
 			continue
 		}
+		if x.clip == nil {
+			continue // setup failed; the connection is being closed
+		}
 		switch e := ev.(type) {
 		case xproto.SelectionRequestEvent:
 			x.clip.onRequest(e)
@@ -267,16 +332,18 @@ func (x *xconn) eventLoop() {
 }
 
 // atom interns name once per connection.
-func (x *xconn) atom(name string) (xproto.Atom, error) {
+func (x *xconn) atom(ctx context.Context, name string) (xproto.Atom, error) {
 	x.atomMu.Lock()
 	a, ok := x.atoms[name]
 	x.atomMu.Unlock()
 	if ok {
 		return a, nil
 	}
-	r, err := xproto.InternAtom(x.c, false, uint16(len(name)), name).Reply()
+	r, err := await(ctx, x, "intern atom "+name, func() (*xproto.InternAtomReply, error) {
+		return xproto.InternAtom(x.c, false, uint16(len(name)), name).Reply()
+	})
 	if err != nil {
-		return 0, xerr("intern atom "+name, err)
+		return 0, err
 	}
 	x.atomMu.Lock()
 	x.atoms[name] = r.Atom
@@ -285,30 +352,38 @@ func (x *xconn) atom(name string) (xproto.Atom, error) {
 }
 
 // mustAtom is atom for names used where a failure shows up later anyway.
-func (x *xconn) mustAtom(name string) xproto.Atom {
-	a, _ := x.atom(name)
+func (x *xconn) mustAtom(ctx context.Context, name string) xproto.Atom {
+	a, _ := x.atom(ctx, name)
 	return a
 }
 
 // wm returns the EWMH window manager's name, or "" when none runs. A found
 // one is remembered; absence is checked again, as the window manager may
-// start after the daemon.
-func (x *xconn) wm() string {
+// start after the daemon. The lookup runs outside the lock, so a caller
+// never waits behind another's round trip beyond its own context.
+func (x *xconn) wm(ctx context.Context) string {
 	x.wmMu.Lock()
-	defer x.wmMu.Unlock()
-	if x.wmName == "" {
-		x.wmName = x.ewmhWM()
+	name := x.wmName
+	x.wmMu.Unlock()
+	if name != "" {
+		return name
 	}
-	return x.wmName
+	name = x.ewmhWM(ctx)
+	x.wmMu.Lock()
+	if x.wmName == "" {
+		x.wmName = name
+	}
+	x.wmMu.Unlock()
+	return name
 }
 
 // ewmhWM returns the name of the EWMH window manager, or "" when none runs.
-func (x *xconn) ewmhWM() string {
-	check, err := x.windowProp(x.root, "_NET_SUPPORTING_WM_CHECK")
+func (x *xconn) ewmhWM(ctx context.Context) string {
+	check, err := x.windowProp(ctx, x.root, "_NET_SUPPORTING_WM_CHECK")
 	if err != nil || len(check) == 0 {
 		return ""
 	}
-	name, _ := x.stringProp(xproto.Window(check[0]), "_NET_WM_NAME")
+	name, _ := x.stringProp(ctx, xproto.Window(check[0]), "_NET_WM_NAME")
 	if name == "" {
 		name = "unnamed"
 	}
@@ -319,18 +394,22 @@ func (x *xconn) ewmhWM() string {
 // while the daemon stays connected, so the connection setup's size goes
 // stale: captures of it fail with BadMatch and clicks are checked against
 // the wrong screen.
-func (x *xconn) screenSize() (int, int, error) {
-	g, err := xproto.GetGeometry(x.c, xproto.Drawable(x.root)).Reply()
+func (x *xconn) screenSize(ctx context.Context) (int, int, error) {
+	g, err := await(ctx, x, "read the screen size", func() (*xproto.GetGeometryReply, error) {
+		return xproto.GetGeometry(x.c, xproto.Drawable(x.root)).Reply()
+	})
 	if err != nil {
-		return 0, 0, xerr("read the screen size", err)
+		return 0, 0, err
 	}
 	return int(g.Width), int(g.Height), nil
 }
 
 // sync waits until the server has processed every request sent before it.
-func (x *xconn) sync() error {
-	_, err := xproto.GetInputFocus(x.c).Reply()
-	return xerr("sync with the X server", err)
+func (x *xconn) sync(ctx context.Context) error {
+	_, err := await(ctx, x, "sync with the X server", func() (*xproto.GetInputFocusReply, error) {
+		return xproto.GetInputFocus(x.c).Reply()
+	})
+	return err
 }
 
 // xerr wraps an X protocol error as kind env (nil stays nil).
@@ -356,7 +435,7 @@ func (d *Desktop) Status(ctx context.Context) map[api.Feature]api.FeatureStatus 
 	for _, f := range Features {
 		out[f] = ok
 	}
-	if x.wm() == "" {
+	if x.wm(ctx) == "" {
 		out[api.FeatureWindows] = api.FeatureStatus{Limitation: fmt.Sprintf(
 			"no EWMH window manager runs on X display %s, so windows cannot be listed or focused (start one, e.g. openbox); screenshots, input and the clipboard still work", d.display)}
 	}
@@ -388,7 +467,14 @@ func (d *Desktop) use(ctx context.Context, f api.Feature) (*xconn, error) {
 		return nil, err
 	}
 	switch {
-	case f == api.FeatureWindows && x.wm() == "":
+	case f == api.FeatureWindows && x.wm(ctx) == "":
+		// No window manager, or no answer while looking for one.
+		if err := x.brokenErr(); err != nil {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, x.ctxErr(ctx, "find the window manager")
+		}
 		return nil, api.CapabilityMissing(f, d.Status(ctx)[f].Limitation)
 	case f == api.FeatureInput && !x.hasXTest:
 		return nil, api.CapabilityMissing(f, d.Status(ctx)[f].Limitation)

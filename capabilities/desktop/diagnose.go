@@ -19,7 +19,7 @@ func (d *Desktop) Diagnose(ctx context.Context) (Diagnosis, error) {
 	if err != nil {
 		return Diagnosis{Display: d.display}, err
 	}
-	w, h, err := x.screenSize()
+	w, h, err := x.screenSize(ctx)
 	if err != nil {
 		return Diagnosis{Display: d.display}, err
 	}
@@ -30,6 +30,6 @@ func (d *Desktop) Diagnose(ctx context.Context) (Diagnosis, error) {
 		XTest:         x.hasXTest,
 		MITSHM:        x.shm != nil,
 		Composite:     x.hasComposite,
-		WindowManager: x.wm(),
+		WindowManager: x.wm(ctx),
 	}, nil
 }

@@ -34,16 +34,39 @@ const (
 
 var buttons = map[string]byte{"": 1, api.ButtonLeft: 1, api.ButtonMiddle: 2, api.ButtonRight: 3}
 
-// session is one input call: it remembers what it holds down so that an
-// error or cancellation releases everything.
-type session struct {
-	x    *xconn
+// maxQueuedEvents bounds the input events queued before they are sent and
+// confirmed in one exchange, so each exchange stays far within replyTimeout.
+const maxQueuedEvents = 1024
+
+// held is what an input call pressed and has not (knowingly) released.
+type held struct {
 	keys []xproto.Keycode
 	btns []byte
 }
 
+func (h held) empty() bool { return len(h.keys) == 0 && len(h.btns) == 0 }
+
+// fakeEvent is one queued XTEST event.
+type fakeEvent struct {
+	typ, detail byte
+	x, y        int16
+}
+
+// session is one input call. Its events are queued and sent in exchanges
+// bounded by the caller's context and replyTimeout; it remembers what it
+// holds down so that an error or cancellation releases everything.
+type session struct {
+	d *Desktop
+	x *xconn
+	held
+	// owed are releases an earlier, abandoned call could not confirm;
+	// they go out before this call's own events.
+	owed  held
+	queue []fakeEvent
+}
+
 func (s *session) fake(typ, detail byte, x, y int16) {
-	xtest.FakeInput(s.x.c, typ, detail, 0, s.x.root, x, y, 0)
+	s.queue = append(s.queue, fakeEvent{typ, detail, x, y})
 }
 
 func (s *session) keyDown(kc xproto.Keycode) {
@@ -78,34 +101,103 @@ func (s *session) buttonUp(b byte) {
 
 func (s *session) move(x, y int) { s.fake(evMotion, 0, int16(x), int16(y)) }
 
+// flush sends the queued events (after the owed releases) and waits until
+// the server has processed them.
+func (s *session) flush(ctx context.Context) error {
+	q := s.queue
+	s.queue = nil
+	owed := s.owed
+	x := s.x
+	err := x.do(ctx, "send input", func() error {
+		for i := len(owed.keys) - 1; i >= 0; i-- {
+			xtest.FakeInput(x.c, evKeyRelease, byte(owed.keys[i]), 0, x.root, 0, 0, 0)
+		}
+		for i := len(owed.btns) - 1; i >= 0; i-- {
+			xtest.FakeInput(x.c, evButtonRelease, owed.btns[i], 0, x.root, 0, 0, 0)
+		}
+		for _, e := range q {
+			xtest.FakeInput(x.c, e.typ, e.detail, 0, x.root, e.x, e.y, 0)
+		}
+		_, err := xproto.GetInputFocus(x.c).Reply()
+		return xerr("sync with the X server", err)
+	})
+	if err == nil {
+		s.owed = held{}
+	}
+	return err
+}
+
+// flushIfFull sends the queue once it is long.
+func (s *session) flushIfFull(ctx context.Context) error {
+	if len(s.queue) < maxQueuedEvents {
+		return nil
+	}
+	return s.flush(ctx)
+}
+
 // finish releases whatever is still held and waits until the server has
 // processed every event, so the answer means "delivered".
-func (s *session) finish() error {
+func (s *session) finish(ctx context.Context) error {
 	for i := len(s.keys) - 1; i >= 0; i-- {
 		s.fake(evKeyRelease, byte(s.keys[i]), 0, 0)
 	}
 	for i := len(s.btns) - 1; i >= 0; i-- {
 		s.fake(evButtonRelease, s.btns[i], 0, 0)
 	}
-	s.keys, s.btns = nil, nil
-	return s.x.sync()
+	if err := s.flush(ctx); err != nil {
+		return err
+	}
+	s.held = held{}
+	return nil
 }
 
 // begin starts an input call: one at a time, so sequences never interleave.
-func (d *Desktop) begin(ctx context.Context) (*session, func(), error) {
+// A call waiting for an earlier one gives up when its own context ends.
+func (d *Desktop) begin(ctx context.Context) (*session, error) {
 	x, err := d.use(ctx, api.FeatureInput)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	d.inputMu.Lock()
-	return &session{x: x}, d.inputMu.Unlock, nil
+	if d.input.acquire(ctx) != nil {
+		return nil, x.ctxErr(ctx, "wait for an earlier input call")
+	}
+	s := &session{d: d, x: x, owed: d.owed}
+	d.owed = held{}
+	return s, nil
+}
+
+// end ends an input call. What an abandoned call (an error, a cancelled or
+// timed-out context) may have left pressed is released in the background,
+// with its own replyTimeout, so that the caller is answered at once; the
+// next input call waits for that release rather than interleave with it.
+// When even the release gets no answer (the connection is dropped), the
+// next input call, on a new connection, sends the releases first. So keys
+// and buttons are released as soon as the display answers again; nothing
+// can be released while it does not.
+func (s *session) end() {
+	if s.held.empty() && s.owed.empty() {
+		s.d.input.release()
+		return
+	}
+	s.queue = nil // unsent events of the abandoned call are dropped
+	go func() {
+		defer s.d.input.release()
+		ctx, cancel := context.WithTimeout(context.Background(), replyTimeout)
+		defer cancel()
+		if err := s.finish(ctx); err != nil {
+			s.d.owed = held{ // guarded by d.input, held until this returns
+				keys: append(s.owed.keys, s.keys...),
+				btns: append(s.owed.btns, s.btns...),
+			}
+		}
+	}()
 }
 
 // toScreen applies the coordinate rule: (px, py) in the pixels of a
 // screenshot with the given scale, relative to the window's content when
 // WindowID is set, maps to the screen pixel whose centre the screenshot
 // pixel covers.
-func (x *xconn) toScreen(p api.Pointer, px, py float64) (int, int, error) {
+func (x *xconn) toScreen(ctx context.Context, p api.Pointer, px, py float64) (int, int, error) {
 	scale := p.Scale
 	if scale == 0 {
 		scale = 1
@@ -115,15 +207,20 @@ func (x *xconn) toScreen(p api.Pointer, px, py float64) (int, int, error) {
 	}
 	var ox, oy int
 	if p.WindowID != 0 {
-		o, err := xproto.TranslateCoordinates(x.c, xproto.Window(p.WindowID), x.root, 0, 0).Reply()
+		o, err := await(ctx, x, "place the point in its window", func() (*xproto.TranslateCoordinatesReply, error) {
+			return xproto.TranslateCoordinates(x.c, xproto.Window(p.WindowID), x.root, 0, 0).Reply()
+		})
 		if err != nil {
+			if ae, ok := err.(*api.Error); ok && ae.Kind != api.KindEnv {
+				return 0, 0, err // no answer: timeout or cancelled
+			}
 			return 0, 0, api.Errorf(api.KindNotFound, "no window %d to place the point in; list the windows first", p.WindowID)
 		}
 		ox, oy = int(o.DstX), int(o.DstY)
 	}
 	sx := ox + int(math.Floor((px+0.5)/scale))
 	sy := oy + int(math.Floor((py+0.5)/scale))
-	w, h, err := x.screenSize()
+	w, h, err := x.screenSize(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -135,17 +232,17 @@ func (x *xconn) toScreen(p api.Pointer, px, py float64) (int, int, error) {
 
 // MoveMouse moves the pointer.
 func (d *Desktop) MoveMouse(ctx context.Context, req api.MouseMoveRequest) (api.InputResult, error) {
-	s, done, err := d.begin(ctx)
+	s, err := d.begin(ctx)
 	if err != nil {
 		return api.InputResult{}, err
 	}
-	defer done()
-	sx, sy, err := s.x.toScreen(req.Pointer, req.X, req.Y)
+	defer s.end()
+	sx, sy, err := s.x.toScreen(ctx, req.Pointer, req.X, req.Y)
 	if err != nil {
 		return api.InputResult{}, err
 	}
 	s.move(sx, sy)
-	return api.InputResult{X: sx, Y: sy}, s.finish()
+	return api.InputResult{X: sx, Y: sy}, s.finish(ctx)
 }
 
 // Click clicks count times at a point.
@@ -160,12 +257,12 @@ func (d *Desktop) Click(ctx context.Context, req api.ClickRequest) (api.InputRes
 	if req.Count < 1 || req.Count > MaxClickCount {
 		return api.InputResult{}, api.Errorf(api.KindInvalidArgument, "count %d is out of range 1-%d", req.Count, MaxClickCount)
 	}
-	s, done, err := d.begin(ctx)
+	s, err := d.begin(ctx)
 	if err != nil {
 		return api.InputResult{}, err
 	}
-	defer done()
-	sx, sy, err := s.x.toScreen(req.Pointer, req.X, req.Y)
+	defer s.end()
+	sx, sy, err := s.x.toScreen(ctx, req.Pointer, req.X, req.Y)
 	if err != nil {
 		return api.InputResult{}, err
 	}
@@ -178,7 +275,7 @@ func (d *Desktop) Click(ctx context.Context, req api.ClickRequest) (api.InputRes
 	if button == "" {
 		button = api.ButtonLeft
 	}
-	return api.InputResult{X: sx, Y: sy, Button: button, Count: req.Count}, s.finish()
+	return api.InputResult{X: sx, Y: sy, Button: button, Count: req.Count}, s.finish(ctx)
 }
 
 // Drag presses a button at one point, moves in steps to another, releases.
@@ -194,16 +291,16 @@ func (d *Desktop) Drag(ctx context.Context, req api.DragRequest) (api.InputResul
 	if dur < 0 || dur > maxDrag {
 		return api.InputResult{}, api.Errorf(api.KindInvalidArgument, "duration_ms %d is out of range 0-%d", req.DurationMS, maxDrag.Milliseconds())
 	}
-	s, done, err := d.begin(ctx)
+	s, err := d.begin(ctx)
 	if err != nil {
 		return api.InputResult{}, err
 	}
-	defer done()
-	fx, fy, err := s.x.toScreen(req.Pointer, req.FromX, req.FromY)
+	defer s.end()
+	fx, fy, err := s.x.toScreen(ctx, req.Pointer, req.FromX, req.FromY)
 	if err != nil {
 		return api.InputResult{}, err
 	}
-	tx, ty, err := s.x.toScreen(req.Pointer, req.ToX, req.ToY)
+	tx, ty, err := s.x.toScreen(ctx, req.Pointer, req.ToX, req.ToY)
 	if err != nil {
 		return api.InputResult{}, err
 	}
@@ -211,11 +308,10 @@ func (d *Desktop) Drag(ctx context.Context, req api.DragRequest) (api.InputResul
 	s.buttonDown(b)
 	for i := 1; i <= dragSteps; i++ {
 		// Apps see a drag only through motion events spread over time.
-		if err := s.x.sync(); err != nil {
+		if err := s.flush(ctx); err != nil {
 			return api.InputResult{}, err
 		}
 		if err := sleepCtx(ctx, dur/dragSteps); err != nil {
-			_ = s.finish()
 			return api.InputResult{}, err
 		}
 		s.move(fx+(tx-fx)*i/dragSteps, fy+(ty-fy)*i/dragSteps)
@@ -225,7 +321,7 @@ func (d *Desktop) Drag(ctx context.Context, req api.DragRequest) (api.InputResul
 	if button == "" {
 		button = api.ButtonLeft
 	}
-	return api.InputResult{X: tx, Y: ty, Button: button}, s.finish()
+	return api.InputResult{X: tx, Y: ty, Button: button}, s.finish(ctx)
 }
 
 // Scroll turns the wheel: buttons 4/5 vertically, 6/7 horizontally.
@@ -236,14 +332,14 @@ func (d *Desktop) Scroll(ctx context.Context, req api.ScrollRequest) (api.InputR
 	if (req.X == nil) != (req.Y == nil) {
 		return api.InputResult{}, api.Errorf(api.KindInvalidArgument, "give both x and y, or neither")
 	}
-	s, done, err := d.begin(ctx)
+	s, err := d.begin(ctx)
 	if err != nil {
 		return api.InputResult{}, err
 	}
-	defer done()
+	defer s.end()
 	var res api.InputResult
 	if req.X != nil {
-		sx, sy, err := s.x.toScreen(req.Pointer, *req.X, *req.Y)
+		sx, sy, err := s.x.toScreen(ctx, req.Pointer, *req.X, *req.Y)
 		if err != nil {
 			return res, err
 		}
@@ -261,10 +357,12 @@ func (d *Desktop) Scroll(ctx context.Context, req api.ScrollRequest) (api.InputR
 	}
 	wheel(req.DY, 4, 5)
 	wheel(req.DX, 6, 7)
-	if err := s.finish(); err != nil {
+	if err := s.finish(ctx); err != nil {
 		return res, err
 	}
-	if q, err := xproto.QueryPointer(s.x.c, s.x.root).Reply(); err == nil {
+	if q, err := await(ctx, s.x, "read the pointer", func() (*xproto.QueryPointerReply, error) {
+		return xproto.QueryPointer(s.x.c, s.x.root).Reply()
+	}); err == nil {
 		res.X, res.Y = int(q.RootX), int(q.RootY)
 	}
 	return res, nil
@@ -283,46 +381,44 @@ func (d *Desktop) Key(ctx context.Context, key string) (api.InputResult, error) 
 	if err != nil {
 		return api.InputResult{}, err
 	}
-	s, done, err := d.begin(ctx)
+	s, err := d.begin(ctx)
 	if err != nil {
 		return api.InputResult{}, err
 	}
-	defer done()
+	defer s.end()
 	k := s.x.keys
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	defer k.scheduleRestore()
-	if err := k.load(); err != nil {
+	if err := k.load(ctx); err != nil {
 		return api.InputResult{}, err
 	}
 	call := k.tick()
 	shiftHeld := false
 	for _, m := range combo.Mods {
-		kc, _, err := k.bind(ctx, xproto.Keysym(m), call)
+		kc, _, err := k.bind(ctx, s, xproto.Keysym(m), call)
 		if err != nil {
-			_ = s.finish()
 			return api.InputResult{}, err
 		}
 		shiftHeld = shiftHeld || m == ksShiftL
 		s.keyDown(kc)
 	}
 	if err := s.stroke(ctx, k, xproto.Keysym(combo.Key), call, shiftHeld); err != nil {
-		_ = s.finish()
 		return api.InputResult{}, err
 	}
-	return api.InputResult{Key: key}, s.finish()
+	return api.InputResult{Key: key}, s.finish(ctx)
 }
 
 // stroke presses and releases the key yielding sym, with Shift when the
 // keysym sits on the shifted level.
 func (s *session) stroke(ctx context.Context, k *keyboard, sym xproto.Keysym, call uint64, shiftHeld bool) error {
-	kc, shift, err := k.bind(ctx, sym, call)
+	kc, shift, err := k.bind(ctx, s, sym, call)
 	if err != nil {
 		return err
 	}
 	var shiftKC xproto.Keycode
 	if shift && !shiftHeld {
-		shiftKC, _, err = k.bind(ctx, ksShiftL, call)
+		shiftKC, _, err = k.bind(ctx, s, ksShiftL, call)
 		if err != nil {
 			return err
 		}
@@ -360,28 +456,29 @@ func (d *Desktop) Type(ctx context.Context, text string) (api.InputResult, error
 		}
 		syms = append(syms, xproto.Keysym(ks))
 	}
-	s, done, err := d.begin(ctx)
+	s, err := d.begin(ctx)
 	if err != nil {
 		return api.InputResult{}, err
 	}
-	defer done()
+	defer s.end()
 	k := s.x.keys
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	defer k.scheduleRestore()
-	if err := k.load(); err != nil {
+	if err := k.load(ctx); err != nil {
 		return api.InputResult{}, err
 	}
 	call := k.tick()
 	for i, sym := range syms {
 		if ctx.Err() != nil {
-			_ = s.finish()
 			return api.InputResult{Chars: i}, api.Errorf(api.KindCancelled, "typing cancelled after %d characters", i)
 		}
 		if err := s.stroke(ctx, k, sym, call, false); err != nil {
-			_ = s.finish()
+			return api.InputResult{Chars: i}, err
+		}
+		if err := s.flushIfFull(ctx); err != nil {
 			return api.InputResult{Chars: i}, err
 		}
 	}
-	return api.InputResult{Chars: n}, s.finish()
+	return api.InputResult{Chars: n}, s.finish(ctx)
 }

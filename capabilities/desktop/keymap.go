@@ -43,13 +43,15 @@ type binding struct {
 
 // load reads the current map; called at the start of every key call, so a
 // layout changed by someone else is seen.
-func (k *keyboard) load() error {
+func (k *keyboard) load(ctx context.Context) error {
 	setup := xproto.Setup(k.x.c)
 	k.min = setup.MinKeycode
 	count := byte(int(setup.MaxKeycode) - int(setup.MinKeycode) + 1)
-	r, err := xproto.GetKeyboardMapping(k.x.c, setup.MinKeycode, count).Reply()
+	r, err := await(ctx, k.x, "read the keyboard map", func() (*xproto.GetKeyboardMappingReply, error) {
+		return xproto.GetKeyboardMapping(k.x.c, setup.MinKeycode, count).Reply()
+	})
 	if err != nil {
-		return xerr("read the keyboard map", err)
+		return err
 	}
 	k.per = int(r.KeysymsPerKeycode)
 	k.syms = r.Keysyms
@@ -104,7 +106,7 @@ func (k *keyboard) spare() (xproto.Keycode, bool) {
 
 // bind makes sym typeable, binding it to a spare keycode at every level
 // (so Shift or Caps Lock cannot change it) when no key yields it.
-func (k *keyboard) bind(ctx context.Context, sym xproto.Keysym, call uint64) (xproto.Keycode, bool, error) {
+func (k *keyboard) bind(ctx context.Context, s *session, sym xproto.Keysym, call uint64) (xproto.Keycode, bool, error) {
 	if kc, shift, ok := k.find(sym); ok {
 		if b, mine := k.bound[kc]; mine {
 			b.used, b.call = k.tick(), call
@@ -127,12 +129,22 @@ func (k *keyboard) bind(ctx context.Context, sym xproto.Keysym, call uint64) (xp
 	for i := range row {
 		row[i] = sym
 	}
-	if err := xproto.ChangeKeyboardMappingChecked(k.x.c, 1, kc, byte(k.per), row).Check(); err != nil {
-		return 0, false, xerr("bind a spare keycode", err)
+	// The queued keystrokes go first: they may use this keycode's old
+	// binding.
+	if err := s.flush(ctx); err != nil {
+		return 0, false, err
+	}
+	// Recorded before it is sent, so that restoreAll empties it even when
+	// the change lands after the call gave up on it.
+	k.bound[kc] = binding{sym: sym, used: k.tick(), call: call}
+	err := k.x.do(ctx, "bind a spare keycode", func() error {
+		return xerr("bind a spare keycode", xproto.ChangeKeyboardMappingChecked(k.x.c, 1, kc, byte(k.per), row).Check())
+	})
+	if err != nil {
+		return 0, false, err
 	}
 	i := int(kc - k.min)
 	copy(k.syms[i*k.per:(i+1)*k.per], row)
-	k.bound[kc] = binding{sym: sym, used: k.tick(), call: call}
 	return kc, false, nil
 }
 
@@ -161,11 +173,23 @@ func (k *keyboard) restoreAll() {
 		return
 	}
 	empty := make([]xproto.Keysym, k.per)
+	kcs := make([]xproto.Keycode, 0, len(k.bound))
 	for kc := range k.bound {
-		if err := xproto.ChangeKeyboardMappingChecked(k.x.c, 1, kc, byte(k.per), empty).Check(); err != nil {
-			k.x.log.Warn("restore a spare keycode", "keycode", kc, "err", err)
-		}
+		kcs = append(kcs, kc)
 		delete(k.bound, kc)
+	}
+	// No caller's context here (a timer or the close); replyTimeout bounds
+	// the exchange, and a display that does not answer loses the restore.
+	err := k.x.do(context.Background(), "restore the spare keycodes", func() error {
+		for _, kc := range kcs {
+			if err := xproto.ChangeKeyboardMappingChecked(k.x.c, 1, kc, byte(k.per), empty).Check(); err != nil {
+				k.x.log.Warn("restore a spare keycode", "keycode", kc, "err", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		k.x.log.Warn("restore the spare keycodes", "err", err)
 	}
 }
 

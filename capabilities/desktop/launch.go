@@ -52,7 +52,7 @@ func (d *Desktop) LaunchApp(ctx context.Context, req api.LaunchRequest) (*api.La
 	if !req.WaitForWindow {
 		return res, nil
 	}
-	if x.wm() == "" {
+	if x.wm(ctx) == "" {
 		return res, api.CapabilityMissing(api.FeatureWindows, d.Status(ctx)[api.FeatureWindows].Limitation)
 	}
 	wait := defaultLaunchWait

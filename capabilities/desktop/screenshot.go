@@ -63,16 +63,16 @@ func (d *Desktop) Capture(ctx context.Context, windowID uint32) (*image.RGBA, ap
 	if err != nil {
 		return nil, api.Rect{}, err
 	}
-	sw, sh, err := x.screenSize()
+	sw, sh, err := x.screenSize(ctx)
 	if err != nil {
 		return nil, api.Rect{}, err
 	}
 	if windowID == 0 {
 		r := api.Rect{Width: sw, Height: sh}
-		img, err := x.grab(xproto.Drawable(x.root), 0, 0, r.Width, r.Height)
+		img, err := x.grab(ctx, xproto.Drawable(x.root), 0, 0, r.Width, r.Height)
 		return img, r, err
 	}
-	win, err := x.window(windowID)
+	win, err := x.window(ctx, windowID)
 	if err != nil {
 		return nil, api.Rect{}, err
 	}
@@ -80,9 +80,12 @@ func (d *Desktop) Capture(ctx context.Context, windowID uint32) (*image.RGBA, ap
 		return nil, api.Rect{}, api.Errorf(api.KindInvalidArgument, "window %d is not shown (minimized or unmapped); activate it first", windowID)
 	}
 	if x.hasComposite {
-		img, err := x.grabComposited(xproto.Window(windowID), win.Bounds)
+		img, err := x.grabComposited(ctx, xproto.Window(windowID), win.Bounds)
 		if err == nil {
 			return img, win.Bounds, nil
+		}
+		if x.brokenErr() != nil || ctx.Err() != nil {
+			return nil, api.Rect{}, err
 		}
 		x.log.Debug("composite capture failed; capturing the screen area", "window", windowID, "err", err)
 	}
@@ -92,7 +95,7 @@ func (d *Desktop) Capture(ctx context.Context, windowID uint32) (*image.RGBA, ap
 	if r.Width == 0 || r.Height == 0 {
 		return nil, api.Rect{}, api.Errorf(api.KindInvalidArgument, "window %d lies outside the screen", windowID)
 	}
-	img, err := x.grab(xproto.Drawable(x.root), r.X, r.Y, r.Width, r.Height)
+	img, err := x.grab(ctx, xproto.Drawable(x.root), r.X, r.Y, r.Width, r.Height)
 	if err != nil || r == win.Bounds {
 		return img, win.Bounds, err
 	}
@@ -108,33 +111,45 @@ func (d *Desktop) Capture(ctx context.Context, windowID uint32) (*image.RGBA, ap
 
 // grabComposited reads the window's content from its top-level frame's
 // Composite pixmap, which holds it even where other windows cover it.
-func (x *xconn) grabComposited(w xproto.Window, b api.Rect) (*image.RGBA, error) {
-	frame, err := x.topLevel(w)
+func (x *xconn) grabComposited(ctx context.Context, w xproto.Window, b api.Rect) (*image.RGBA, error) {
+	frame, err := x.topLevel(ctx, w)
 	if err != nil {
 		return nil, err
 	}
-	off, err := xproto.TranslateCoordinates(x.c, w, frame, 0, 0).Reply()
+	off, err := await(ctx, x, "window offset in its frame", func() (*xproto.TranslateCoordinatesReply, error) {
+		return xproto.TranslateCoordinates(x.c, w, frame, 0, 0).Reply()
+	})
 	if err != nil {
-		return nil, xerr("window offset in its frame", err)
+		return nil, err
 	}
-	pid, err := x.c.NewId()
+	var pix xproto.Pixmap
+	err = x.do(ctx, "name the window's pixmap", func() error {
+		pid, err := x.c.NewId()
+		if err != nil {
+			return xerr("new pixmap id", err)
+		}
+		pix = xproto.Pixmap(pid)
+		return xerr("name the window's pixmap", composite.NameWindowPixmapChecked(x.c, frame, pix).Check())
+	})
 	if err != nil {
-		return nil, xerr("new pixmap id", err)
+		return nil, err
 	}
-	pix := xproto.Pixmap(pid)
-	if err := composite.NameWindowPixmapChecked(x.c, frame, pix).Check(); err != nil {
-		return nil, xerr("name the window's pixmap", err)
-	}
-	defer xproto.FreePixmap(x.c, pix)
-	return x.grab(xproto.Drawable(pix), int(off.DstX), int(off.DstY), b.Width, b.Height)
+	// An abandoned grab may still read the pixmap; the server frees it
+	// after that read, as requests are processed in order.
+	defer func() {
+		_ = x.do(context.WithoutCancel(ctx), "free the pixmap", func() error { xproto.FreePixmap(x.c, pix); return nil })
+	}()
+	return x.grab(ctx, xproto.Drawable(pix), int(off.DstX), int(off.DstY), b.Width, b.Height)
 }
 
 // topLevel is w's ancestor that is a child of the root (the WM's frame).
-func (x *xconn) topLevel(w xproto.Window) (xproto.Window, error) {
+func (x *xconn) topLevel(ctx context.Context, w xproto.Window) (xproto.Window, error) {
 	for {
-		t, err := xproto.QueryTree(x.c, w).Reply()
+		t, err := await(ctx, x, "query window tree", func() (*xproto.QueryTreeReply, error) {
+			return xproto.QueryTree(x.c, w).Reply()
+		})
 		if err != nil {
-			return 0, xerr("query window tree", err)
+			return 0, err
 		}
 		if t.Parent == x.root || t.Parent == 0 {
 			return w, nil
@@ -144,10 +159,10 @@ func (x *xconn) topLevel(w xproto.Window) (xproto.Window, error) {
 }
 
 // grab reads a rectangle of a drawable, through shared memory when it fits.
-func (x *xconn) grab(d xproto.Drawable, sx, sy, w, h int) (*image.RGBA, error) {
+func (x *xconn) grab(ctx context.Context, d xproto.Drawable, sx, sy, w, h int) (*image.RGBA, error) {
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	if s := x.shm; s != nil {
-		if ok, err := s.capture(x, d, sx, sy, w, h, img.Pix); ok {
+		if ok, err := s.capture(ctx, x, d, sx, sy, w, h, img.Pix); ok {
 			if err != nil {
 				return nil, err
 			}
@@ -160,9 +175,11 @@ func (x *xconn) grab(d xproto.Drawable, sx, sy, w, h int) (*image.RGBA, error) {
 	rows := max(1, maxGetImageBytes/rowBytes)
 	for y := 0; y < h; y += rows {
 		sh := min(rows, h-y)
-		r, err := xproto.GetImage(x.c, xproto.ImageFormatZPixmap, d, int16(sx), int16(sy+y), uint16(w), uint16(sh), ^uint32(0)).Reply()
+		r, err := await(ctx, x, "capture (GetImage)", func() (*xproto.GetImageReply, error) {
+			return xproto.GetImage(x.c, xproto.ImageFormatZPixmap, d, int16(sx), int16(sy+y), uint16(w), uint16(sh), ^uint32(0)).Reply()
+		})
 		if err != nil {
-			return nil, xerr("capture (GetImage)", err)
+			return nil, err
 		}
 		if len(r.Data) < sh*rowBytes {
 			return nil, api.Errorf(api.KindEnv, "capture: the display's depth %d is not a 32-bit pixel format", r.Depth)

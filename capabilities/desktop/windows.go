@@ -30,14 +30,14 @@ const (
 )
 
 // windowProp reads a 32-bit property as a list of words.
-func (x *xconn) windowProp(w xproto.Window, name string) ([]uint32, error) {
-	a, err := x.atom(name)
+func (x *xconn) windowProp(ctx context.Context, w xproto.Window, name string) ([]uint32, error) {
+	a, err := x.atom(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	r, err := xproto.GetProperty(x.c, false, w, a, xproto.GetPropertyTypeAny, 0, maxPropWords).Reply()
+	r, err := x.getProperty(ctx, w, a, name)
 	if err != nil {
-		return nil, xerr("read property "+name, err)
+		return nil, err
 	}
 	if r.Format != 32 {
 		return nil, nil
@@ -50,14 +50,14 @@ func (x *xconn) windowProp(w xproto.Window, name string) ([]uint32, error) {
 }
 
 // stringProp reads a text property.
-func (x *xconn) stringProp(w xproto.Window, name string) (string, error) {
-	a, err := x.atom(name)
+func (x *xconn) stringProp(ctx context.Context, w xproto.Window, name string) (string, error) {
+	a, err := x.atom(ctx, name)
 	if err != nil {
 		return "", err
 	}
-	r, err := xproto.GetProperty(x.c, false, w, a, xproto.GetPropertyTypeAny, 0, maxPropWords).Reply()
+	r, err := x.getProperty(ctx, w, a, name)
 	if err != nil {
-		return "", xerr("read property "+name, err)
+		return "", err
 	}
 	if r.Format != 8 {
 		return "", nil
@@ -65,9 +65,15 @@ func (x *xconn) stringProp(w xproto.Window, name string) (string, error) {
 	return string(r.Value), nil
 }
 
+func (x *xconn) getProperty(ctx context.Context, w xproto.Window, a xproto.Atom, name string) (*xproto.GetPropertyReply, error) {
+	return await(ctx, x, "read property "+name, func() (*xproto.GetPropertyReply, error) {
+		return xproto.GetProperty(x.c, false, w, a, xproto.GetPropertyTypeAny, 0, maxPropWords).Reply()
+	})
+}
+
 // clientList is the EWMH list of managed windows, in mapping order.
-func (x *xconn) clientList() ([]xproto.Window, error) {
-	ws, err := x.windowProp(x.root, "_NET_CLIENT_LIST")
+func (x *xconn) clientList(ctx context.Context) ([]xproto.Window, error) {
+	ws, err := x.windowProp(ctx, x.root, "_NET_CLIENT_LIST")
 	if err != nil {
 		return nil, err
 	}
@@ -78,12 +84,12 @@ func (x *xconn) clientList() ([]xproto.Window, error) {
 	return out, nil
 }
 
-func (x *xconn) activeWindow() xproto.Window {
-	ws, _ := x.windowProp(x.root, "_NET_ACTIVE_WINDOW")
+func (x *xconn) activeWindow(ctx context.Context) (xproto.Window, error) {
+	ws, err := x.windowProp(ctx, x.root, "_NET_ACTIVE_WINDOW")
 	if len(ws) == 0 {
-		return 0
+		return 0, err
 	}
-	return xproto.Window(ws[0])
+	return xproto.Window(ws[0]), nil
 }
 
 // describe builds the Window of w. Its requests are sent together and read
@@ -100,13 +106,13 @@ type windowCookies struct {
 	hasAtoms bool
 }
 
-func (x *xconn) ask(w xproto.Window) windowCookies {
+func (x *xconn) ask(w xproto.Window, netWMName, netWMPid xproto.Atom) windowCookies {
 	return windowCookies{
 		w:       w,
-		netName: xproto.GetProperty(x.c, false, w, x.mustAtom("_NET_WM_NAME"), xproto.GetPropertyTypeAny, 0, maxPropWords),
+		netName: xproto.GetProperty(x.c, false, w, netWMName, xproto.GetPropertyTypeAny, 0, maxPropWords),
 		name:    xproto.GetProperty(x.c, false, w, xproto.AtomWmName, xproto.GetPropertyTypeAny, 0, maxPropWords),
 		class:   xproto.GetProperty(x.c, false, w, xproto.AtomWmClass, xproto.GetPropertyTypeAny, 0, maxPropWords),
-		pid:     xproto.GetProperty(x.c, false, w, x.mustAtom("_NET_WM_PID"), xproto.AtomCardinal, 0, 1),
+		pid:     xproto.GetProperty(x.c, false, w, netWMPid, xproto.AtomCardinal, 0, 1),
 		geom:    xproto.GetGeometry(x.c, xproto.Drawable(w)),
 		origin:  xproto.TranslateCoordinates(x.c, w, x.root, 0, 0),
 		attrs:   xproto.GetWindowAttributes(x.c, w),
@@ -150,30 +156,61 @@ func (d *Desktop) Windows(ctx context.Context, appName string) ([]api.Window, er
 	if err != nil {
 		return nil, err
 	}
-	return x.windows(appName)
+	return x.windows(ctx, appName)
 }
 
-func (x *xconn) windows(appName string) ([]api.Window, error) {
-	ids, err := x.clientList()
+// describe asks about the windows ids together (about one round trip for
+// the lot) and answers them in order; a window gone meanwhile is left out.
+func (x *xconn) describe(ctx context.Context, ids []xproto.Window) ([]api.Window, error) {
+	active, err := x.activeWindow(ctx)
 	if err != nil {
 		return nil, err
 	}
-	active := x.activeWindow()
-	sw, sh, err := x.screenSize()
+	sw, sh, err := x.screenSize(ctx)
 	if err != nil {
 		return nil, err
 	}
-	cookies := make([]windowCookies, len(ids))
-	for i, w := range ids {
-		cookies[i] = x.ask(w)
+	netWMName, err := x.atom(ctx, "_NET_WM_NAME")
+	if err != nil {
+		return nil, err
+	}
+	netWMPid, err := x.atom(ctx, "_NET_WM_PID")
+	if err != nil {
+		return nil, err
+	}
+	var out []api.Window
+	err = x.do(ctx, "describe windows", func() error {
+		cookies := make([]windowCookies, len(ids))
+		for i, w := range ids {
+			cookies[i] = x.ask(w, netWMName, netWMPid)
+		}
+		list := make([]api.Window, 0, len(ids))
+		for _, wc := range cookies {
+			if win, err := x.answer(wc, active, sw, sh); err == nil {
+				list = append(list, win)
+			}
+		}
+		out = list
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (x *xconn) windows(ctx context.Context, appName string) ([]api.Window, error) {
+	ids, err := x.clientList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all, err := x.describe(ctx, ids)
+	if err != nil {
+		return nil, err
 	}
 	needle := strings.ToLower(appName)
-	out := make([]api.Window, 0, len(ids))
-	for _, wc := range cookies {
-		win, err := x.answer(wc, active, sw, sh)
-		if err != nil {
-			continue
-		}
+	out := make([]api.Window, 0, len(all))
+	for _, win := range all {
 		if needle != "" && !strings.Contains(strings.ToLower(win.AppName), needle) &&
 			!strings.Contains(strings.ToLower(win.Instance), needle) &&
 			!strings.Contains(strings.ToLower(win.Title), needle) {
@@ -185,18 +222,21 @@ func (x *xconn) windows(appName string) ([]api.Window, error) {
 }
 
 // window describes one managed window, or answers not_found.
-func (x *xconn) window(id uint32) (api.Window, error) {
-	ids, err := x.clientList()
+func (x *xconn) window(ctx context.Context, id uint32) (api.Window, error) {
+	ids, err := x.clientList(ctx)
 	if err != nil {
 		return api.Window{}, err
 	}
 	for _, w := range ids {
 		if uint32(w) == id {
-			sw, sh, err := x.screenSize()
+			ws, err := x.describe(ctx, []xproto.Window{w})
 			if err != nil {
 				return api.Window{}, err
 			}
-			return x.answer(x.ask(w), x.activeWindow(), sw, sh)
+			if len(ws) == 1 {
+				return ws[0], nil
+			}
+			return api.Window{}, api.Errorf(api.KindNotFound, "window %d does not exist (any more)", id)
 		}
 	}
 	return api.Window{}, api.Errorf(api.KindNotFound, "no window %d on the desktop; list the windows first", id).
@@ -209,12 +249,12 @@ func (d *Desktop) Window(ctx context.Context, id uint32) (api.Window, error) {
 	if err != nil {
 		return api.Window{}, err
 	}
-	return x.window(id)
+	return x.window(ctx, id)
 }
 
 // clientMessage sends an EWMH request about w to the window manager.
-func (x *xconn) clientMessage(w xproto.Window, msg string, data ...uint32) error {
-	a, err := x.atom(msg)
+func (x *xconn) clientMessage(ctx context.Context, w xproto.Window, msg string, data ...uint32) error {
+	a, err := x.atom(ctx, msg)
 	if err != nil {
 		return err
 	}
@@ -225,25 +265,31 @@ func (x *xconn) clientMessage(w xproto.Window, msg string, data ...uint32) error
 		Data: xproto.ClientMessageDataUnionData32New(d[:]),
 	}
 	mask := uint32(xproto.EventMaskSubstructureRedirect | xproto.EventMaskSubstructureNotify)
-	return xerr("send "+msg, xproto.SendEventChecked(x.c, false, x.root, mask, string(ev.Bytes())).Check())
+	return x.do(ctx, "send "+msg, func() error {
+		return xerr("send "+msg, xproto.SendEventChecked(x.c, false, x.root, mask, string(ev.Bytes())).Check())
+	})
 }
 
-// settle polls until cond holds or the window manager had its time.
-func settle(ctx context.Context, cond func() bool) bool {
+// settle polls until cond holds or the window manager had its time; an
+// error of cond (the display stopped answering) ends the wait.
+func settle(ctx context.Context, cond func() (bool, error)) (bool, error) {
 	deadline := time.Now().Add(wmSettleTimeout)
 	t := time.NewTicker(wmSettlePoll)
 	defer t.Stop()
-	for !cond() {
+	for {
+		ok, err := cond()
+		if ok || err != nil {
+			return ok, err
+		}
 		if time.Now().After(deadline) {
-			return false
+			return false, nil
 		}
 		select {
 		case <-ctx.Done():
-			return false
+			return false, nil
 		case <-t.C:
 		}
 	}
-	return true
 }
 
 // ActivateWindow raises and focuses a window and answers its new state.
@@ -252,17 +298,28 @@ func (d *Desktop) ActivateWindow(ctx context.Context, id uint32) (api.Window, er
 	if err != nil {
 		return api.Window{}, err
 	}
-	if _, err := x.window(id); err != nil {
+	if _, err := x.window(ctx, id); err != nil {
 		return api.Window{}, err
 	}
 	w := xproto.Window(id)
-	if err := x.clientMessage(w, "_NET_ACTIVE_WINDOW", ewmhSourcePager, xproto.TimeCurrentTime, uint32(x.activeWindow())); err != nil {
+	active, err := x.activeWindow(ctx)
+	if err != nil {
 		return api.Window{}, err
 	}
-	if !settle(ctx, func() bool { return x.activeWindow() == w }) {
-		return api.Window{}, api.Errorf(api.KindTimeout, "window manager %s did not activate window %d within %s", x.wm(), id, wmSettleTimeout)
+	if err := x.clientMessage(ctx, w, "_NET_ACTIVE_WINDOW", ewmhSourcePager, xproto.TimeCurrentTime, uint32(active)); err != nil {
+		return api.Window{}, err
 	}
-	return x.window(id)
+	ok, err := settle(ctx, func() (bool, error) {
+		a, err := x.activeWindow(ctx)
+		return a == w, err
+	})
+	if err != nil {
+		return api.Window{}, err
+	}
+	if !ok {
+		return api.Window{}, api.Errorf(api.KindTimeout, "window manager %s did not activate window %d within %s", x.wm(ctx), id, wmSettleTimeout)
+	}
+	return x.window(ctx, id)
 }
 
 // CloseWindow asks a window to close, as its close button would.
@@ -271,10 +328,10 @@ func (d *Desktop) CloseWindow(ctx context.Context, id uint32) error {
 	if err != nil {
 		return err
 	}
-	if _, err := x.window(id); err != nil {
+	if _, err := x.window(ctx, id); err != nil {
 		return err
 	}
-	return x.clientMessage(xproto.Window(id), "_NET_CLOSE_WINDOW", xproto.TimeCurrentTime, ewmhSourcePager)
+	return x.clientMessage(ctx, xproto.Window(id), "_NET_CLOSE_WINDOW", xproto.TimeCurrentTime, ewmhSourcePager)
 }
 
 // SetWindowGeometry moves and/or resizes a window's content area.
@@ -283,7 +340,7 @@ func (d *Desktop) SetWindowGeometry(ctx context.Context, id uint32, req api.Geom
 	if err != nil {
 		return api.Window{}, err
 	}
-	cur, err := x.window(id)
+	cur, err := x.window(ctx, id)
 	if err != nil {
 		return api.Window{}, err
 	}
@@ -305,7 +362,7 @@ func (d *Desktop) SetWindowGeometry(ctx context.Context, id uint32, req api.Geom
 	if flags>>8&0xf == 0 {
 		return cur, nil
 	}
-	if err := x.clientMessage(xproto.Window(id), "_NET_MOVERESIZE_WINDOW", flags, vals[0], vals[1], vals[2], vals[3]); err != nil {
+	if err := x.clientMessage(ctx, xproto.Window(id), "_NET_MOVERESIZE_WINDOW", flags, vals[0], vals[1], vals[2], vals[3]); err != nil {
 		return api.Window{}, err
 	}
 	want := func(w api.Window) bool {
@@ -315,12 +372,18 @@ func (d *Desktop) SetWindowGeometry(ctx context.Context, id uint32, req api.Geom
 	var last api.Window
 	// A window manager may clamp the request (size hints, screen edges):
 	// answer what it did rather than fail when it differs.
-	settle(ctx, func() bool {
-		last, err = x.window(id)
-		return err == nil && want(last)
-	})
-	if err != nil {
+	var lastErr error
+	if _, err := settle(ctx, func() (bool, error) {
+		last, lastErr = x.window(ctx, id)
+		if lastErr != nil && x.brokenErr() != nil {
+			return false, lastErr
+		}
+		return lastErr == nil && want(last), nil
+	}); err != nil {
 		return api.Window{}, err
+	}
+	if lastErr != nil {
+		return api.Window{}, lastErr
 	}
 	return last, nil
 }
@@ -343,8 +406,8 @@ func (x *xconn) waitForWindowOf(ctx context.Context, pid int, exited <-chan erro
 	var failed error
 	launcherDone := false
 	for {
-		ws, err := x.windows("")
-		if err != nil {
+		ws, err := x.windows(ctx, "")
+		if err != nil && ctx.Err() == nil {
 			return nil, err
 		}
 		for _, w := range ws {

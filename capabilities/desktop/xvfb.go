@@ -182,6 +182,14 @@ func waitForWM(ctx context.Context, display string) error {
 // Display is the display name (":N").
 func (v *Virtual) Display() string { return v.display }
 
+// Freeze stops the X server (SIGSTOP) without ending it, so that tests can
+// see how clients cope with a server that no longer answers; Thaw resumes
+// it. Through procgroup, so never a reaped pid.
+func (v *Virtual) Freeze() error { return v.xvfb.Signal(syscall.SIGSTOP, false) }
+
+// Thaw resumes an X server stopped by Freeze.
+func (v *Virtual) Thaw() error { return v.xvfb.Signal(syscall.SIGCONT, false) }
+
 // Close stops the window manager and Xvfb and waits for Xvfb to end. The
 // signals go through procgroup, which refuses them once a process was
 // reaped: its pid may by then belong to someone else.
@@ -190,6 +198,7 @@ func (v *Virtual) Close() {
 		_ = v.wm.Signal(syscall.SIGTERM, true)
 	}
 	_ = v.xvfb.Signal(syscall.SIGTERM, true)
+	_ = v.xvfb.Signal(syscall.SIGCONT, false) // a frozen server must see the TERM
 	select {
 	case <-v.xvfbEnd:
 	case <-time.After(5 * time.Second):

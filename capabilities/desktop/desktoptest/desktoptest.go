@@ -25,13 +25,20 @@ type Options struct {
 // test is skipped, or fails when CI=true: CI must run the desktop tests.
 func Start(t testing.TB, opts Options) string {
 	t.Helper()
+	return StartVirtual(t, opts).Display()
+}
+
+// StartVirtual is Start answering the display's handle, for tests that
+// freeze the X server.
+func StartVirtual(t testing.TB, opts Options) *desktop.Virtual {
+	t.Helper()
 	Require(t)
 	v, err := desktop.StartVirtual(context.Background(), desktop.VirtualOptions{Size: opts.Size, NoWindowManager: opts.NoWindowManager, NoComposite: opts.NoComposite})
 	if err != nil {
 		t.Fatalf("start virtual display: %v", err)
 	}
 	t.Cleanup(v.Close)
-	return v.Display()
+	return v
 }
 
 // Require skips the test (fails it under CI=true) when Xvfb or openbox is
