@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"image"
 	"image/png"
 	"math"
@@ -23,6 +24,11 @@ const (
 	DefaultJPEGQuality = 80
 	// MaxDimensionLimit bounds max_dimension (and so the work of a scale).
 	MaxDimensionLimit = 16384
+	// MaxCapturePixels caps the area one capture reads: 8192x8192 (64 Mpx,
+	// 256 MiB of RGBA), well above an 8K screen (33 Mpx). Any client can
+	// resize its window to 32767x32767, whose capture would allocate 4 GiB
+	// and take the daemon down; the check comes before any allocation.
+	MaxCapturePixels = 8192 * 8192
 	// minParallelPixels is the image size from which the pixel conversion
 	// is split across cores; below it a goroutine costs more than it saves.
 	minParallelPixels = 256 * 1024
@@ -69,6 +75,9 @@ func (d *Desktop) Capture(ctx context.Context, windowID uint32) (*image.RGBA, ap
 	}
 	if windowID == 0 {
 		r := api.Rect{Width: sw, Height: sh}
+		if err := checkCaptureSize("the screen", r); err != nil {
+			return nil, api.Rect{}, err
+		}
 		img, err := x.grab(ctx, xproto.Drawable(x.root), 0, 0, r.Width, r.Height)
 		return img, r, err
 	}
@@ -78,6 +87,10 @@ func (d *Desktop) Capture(ctx context.Context, windowID uint32) (*image.RGBA, ap
 	}
 	if !win.OnScreen {
 		return nil, api.Rect{}, api.Errorf(api.KindInvalidArgument, "window %d is not shown (minimized or unmapped); activate it first", windowID)
+	}
+	// Both paths below allocate the window's whole area.
+	if err := checkCaptureSize(fmt.Sprintf("window %d", windowID), win.Bounds); err != nil {
+		return nil, api.Rect{}, err
 	}
 	if x.hasComposite {
 		img, err := x.grabComposited(ctx, xproto.Window(windowID), win.Bounds)
@@ -107,6 +120,15 @@ func (d *Desktop) Capture(ctx context.Context, windowID uint32) (*image.RGBA, ap
 	at := image.Pt(r.X-win.Bounds.X, r.Y-win.Bounds.Y)
 	draw.Draw(full, img.Bounds().Add(at), img, image.Point{}, draw.Src)
 	return full, win.Bounds, nil
+}
+
+// checkCaptureSize refuses an area over MaxCapturePixels.
+func checkCaptureSize(what string, r api.Rect) error {
+	if int64(r.Width)*int64(r.Height) <= MaxCapturePixels {
+		return nil
+	}
+	return api.Errorf(api.KindLimitExceeded, "%s is %dx%d (%d pixels), over the capture cap of %d pixels (8192x8192); shrink it (POST /v1/windows/{id}/geometry) or capture the screen",
+		what, r.Width, r.Height, int64(r.Width)*int64(r.Height), MaxCapturePixels)
 }
 
 // grabComposited reads the window's content from its top-level frame's
