@@ -112,7 +112,6 @@ type Manager struct {
 	retained      []*Process
 	retainedBytes int64
 
-
 	wg          sync.WaitGroup // every goroutine the Manager owns
 	janitorDone chan struct{}
 }
