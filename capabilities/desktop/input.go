@@ -381,32 +381,21 @@ func (d *Desktop) Key(ctx context.Context, key string) (api.InputResult, error) 
 	if err != nil {
 		return api.InputResult{}, err
 	}
-	s, err := d.begin(ctx)
-	if err != nil {
-		return api.InputResult{}, err
-	}
-	defer s.end()
-	k := s.x.keys
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	defer k.scheduleRestore()
-	if err := k.load(ctx); err != nil {
-		return api.InputResult{}, err
-	}
-	call := k.tick()
-	shiftHeld := false
-	for _, m := range combo.Mods {
-		kc, _, err := k.bind(ctx, s, xproto.Keysym(m), call)
-		if err != nil {
+	return d.withKeyboard(ctx, func(s *session, k *keyboard, call uint64) (api.InputResult, error) {
+		shiftHeld := false
+		for _, m := range combo.Mods {
+			kc, _, err := k.bind(ctx, s, xproto.Keysym(m), call)
+			if err != nil {
+				return api.InputResult{}, err
+			}
+			shiftHeld = shiftHeld || m == ksShiftL
+			s.keyDown(kc)
+		}
+		if err := s.stroke(ctx, k, xproto.Keysym(combo.Key), call, shiftHeld); err != nil {
 			return api.InputResult{}, err
 		}
-		shiftHeld = shiftHeld || m == ksShiftL
-		s.keyDown(kc)
-	}
-	if err := s.stroke(ctx, k, xproto.Keysym(combo.Key), call, shiftHeld); err != nil {
-		return api.InputResult{}, err
-	}
-	return api.InputResult{Key: key}, s.finish(ctx)
+		return api.InputResult{Key: key}, s.finish(ctx)
+	})
 }
 
 // stroke presses and releases the key yielding sym, with Shift when the
@@ -430,6 +419,24 @@ func (s *session) stroke(ctx context.Context, k *keyboard, sym xproto.Keysym, ca
 		s.keyUp(shiftKC)
 	}
 	return nil
+}
+
+// withKeyboard runs a keyboard operation in an input session holding the
+// keymap: loaded, with its temporary bindings restored after the call.
+func (d *Desktop) withKeyboard(ctx context.Context, op func(s *session, k *keyboard, call uint64) (api.InputResult, error)) (api.InputResult, error) {
+	s, err := d.begin(ctx)
+	if err != nil {
+		return api.InputResult{}, err
+	}
+	defer s.end()
+	k := s.x.keys
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	defer k.scheduleRestore()
+	if err := k.load(ctx); err != nil {
+		return api.InputResult{}, err
+	}
+	return op(s, k, k.tick())
 }
 
 // Type types Unicode text; characters without a key are bound to a spare
@@ -456,29 +463,18 @@ func (d *Desktop) Type(ctx context.Context, text string) (api.InputResult, error
 		}
 		syms = append(syms, xproto.Keysym(ks))
 	}
-	s, err := d.begin(ctx)
-	if err != nil {
-		return api.InputResult{}, err
-	}
-	defer s.end()
-	k := s.x.keys
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	defer k.scheduleRestore()
-	if err := k.load(ctx); err != nil {
-		return api.InputResult{}, err
-	}
-	call := k.tick()
-	for i, sym := range syms {
-		if ctx.Err() != nil {
-			return api.InputResult{Chars: i}, api.Errorf(api.KindCancelled, "typing cancelled after %d characters", i)
+	return d.withKeyboard(ctx, func(s *session, k *keyboard, call uint64) (api.InputResult, error) {
+		for i, sym := range syms {
+			if ctx.Err() != nil {
+				return api.InputResult{Chars: i}, api.Errorf(api.KindCancelled, "typing cancelled after %d characters", i)
+			}
+			if err := s.stroke(ctx, k, sym, call, false); err != nil {
+				return api.InputResult{Chars: i}, err
+			}
+			if err := s.flushIfFull(ctx); err != nil {
+				return api.InputResult{Chars: i}, err
+			}
 		}
-		if err := s.stroke(ctx, k, sym, call, false); err != nil {
-			return api.InputResult{Chars: i}, err
-		}
-		if err := s.flushIfFull(ctx); err != nil {
-			return api.InputResult{Chars: i}, err
-		}
-	}
-	return api.InputResult{Chars: n}, s.finish(ctx)
+		return api.InputResult{Chars: n}, s.finish(ctx)
+	})
 }
