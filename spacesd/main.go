@@ -20,8 +20,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 	"github.com/trycua/cua-spacesd/spacesd/doctor"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 )

@@ -15,8 +15,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/bridge/registry"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 	"golang.org/x/term"
 )
 
@@ -106,7 +107,7 @@ func (env Env) usage(format string, args ...any) int {
 func (env Env) registry() (*registry.Registry, error) { return registry.Open(env.Home) }
 
 // client resolves a Space id in the registry and returns its client.
-func (env Env) client(id string) (*api.Client, registry.Entry, error) {
+func (env Env) client(id string) (*client.Client, registry.Entry, error) {
 	reg, err := env.registry()
 	if err != nil {
 		return nil, registry.Entry{}, err

@@ -18,7 +18,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/api/client"
 )
 
 // Limits of cp.
@@ -130,7 +131,7 @@ func (env Env) runCp(ctx context.Context, args []string) int {
 // transfer is one cp between this machine and one Space.
 type transfer struct {
 	env   Env
-	c     *api.Client
+	c     *client.Client
 	caps  *api.Capabilities
 	force bool
 }

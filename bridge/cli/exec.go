@@ -11,7 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/api/client"
 	"golang.org/x/sys/unix"
 )
 
@@ -116,7 +117,7 @@ func (env Env) exitCode(info *api.ProcessInfo) int {
 
 // remoteProcess follows one detached process's output to completion.
 type remoteProcess struct {
-	c              *api.Client
+	c              *client.Client
 	id             string
 	stdout, stderr io.Writer
 	// next is the offset of the next byte of each stream: where a
@@ -213,7 +214,7 @@ func (p *remoteProcess) readStream(ctx context.Context, stop <-chan struct{}) (*
 }
 
 // drain copies one stream's events until the exit event or an error.
-func (p *remoteProcess) drain(s *api.ProcessStream, stop <-chan struct{}) (*api.ProcessInfo, error) {
+func (p *remoteProcess) drain(s *client.ProcessStream, stop <-chan struct{}) (*api.ProcessInfo, error) {
 	// Close the stream when follow gives up, so Next returns.
 	done := make(chan struct{})
 	defer close(done)

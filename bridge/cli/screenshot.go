@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
 )
 
 const screenshotUsage = "screenshot SPACE -o FILE [--window ID] [--max-dimension N] [--force]"

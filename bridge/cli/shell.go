@@ -10,7 +10,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/api/client"
 	"golang.org/x/term"
 )
 
@@ -158,7 +159,7 @@ func (env Env) runShell(ctx context.Context, args []string) int {
 // shellSession is one PTY process's stream. Input, resizes and signals are
 // written from several goroutines; the WebSocket takes one writer at a time.
 type shellSession struct {
-	stream *api.ProcessStream
+	stream *client.ProcessStream
 	id     string
 	mu     sync.Mutex
 }

@@ -10,8 +10,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/bridge/registry"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // probeTimeout bounds how long "space add" and "space ls" wait for one
@@ -76,7 +77,7 @@ func (env Env) spaceAdd(ctx context.Context, args []string) int {
 	if !*noVerify {
 		// Ask before registering: a wrong URL or token is better refused now
 		// than found at the first use.
-		c, err := api.NewClient(norm, tok)
+		c, err := client.New(norm, tok)
 		if err != nil {
 			return env.fail(ExitFailure, err)
 		}
@@ -155,7 +156,7 @@ func (env Env) spaceLs(ctx context.Context, args []string) int {
 	var wg sync.WaitGroup
 	for i, e := range entries {
 		rows[i] = spaceRow{Name: e.Name, URL: e.URL}
-		c, err := api.NewClient(e.URL, e.Token)
+		c, err := client.New(e.URL, e.Token)
 		if err != nil {
 			rows[i].Status = string(api.KindOf(err))
 			continue
@@ -210,7 +211,7 @@ type spaceStatus struct {
 
 // probe asks a Space who it is (unauthenticated, tells "no spacesd" apart)
 // and what it supports (authenticated, tells a wrong token apart).
-func probe(ctx context.Context, c *api.Client) spaceStatus {
+func probe(ctx context.Context, c *client.Client) spaceStatus {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	h, err := c.Health(ctx)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
 )
 
 const viewUsage = "view SPACE"

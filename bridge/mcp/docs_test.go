@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/bridge/tools"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "rewrite the generated part of docs/tools.md from the tool definitions")

@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
 )
 
 // hostileSpace puts a reverse proxy in front of the env's real spacesd that

@@ -14,8 +14,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/bridge/tools"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // ProtocolVersions are the MCP revisions the bridge speaks; an initialize

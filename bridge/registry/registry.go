@@ -19,7 +19,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/api/client"
 )
 
 // File names under the home directory.
@@ -195,12 +196,12 @@ func (r *Registry) Resolve(id string) (Entry, error) {
 }
 
 // Client resolves id and returns a client of its spacesd.
-func (r *Registry) Client(id string) (*api.Client, Entry, error) {
+func (r *Registry) Client(id string) (*client.Client, Entry, error) {
 	e, err := r.Resolve(id)
 	if err != nil {
 		return nil, Entry{}, err
 	}
-	c, err := api.NewClient(e.URL, e.Token)
+	c, err := client.New(e.URL, e.Token)
 	if err != nil {
 		return nil, Entry{}, err
 	}

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/bridge/registry"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // helperEnv makes the test binary act as a second bridge process that adds

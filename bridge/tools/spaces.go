@@ -9,8 +9,9 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/bridge/registry"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // SpaceView is a Space as list_spaces shows it.
@@ -28,7 +29,7 @@ type SpaceView struct {
 // probe asks a Space for its capabilities, bounded by probeTimeout.
 func probe(ctx context.Context, e registry.Entry) (SpaceView, *api.Capabilities, error) {
 	v := SpaceView{Space: e.Name, Name: e.Name, URL: e.URL, Features: []string{}}
-	c, err := api.NewClient(e.URL, e.Token)
+	c, err := client.New(e.URL, e.Token)
 	if err != nil {
 		return v, nil, err
 	}

@@ -14,8 +14,9 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/bridge/registry"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // Limits of the tool layer.
@@ -65,7 +66,7 @@ type Call struct {
 type Space struct {
 	ID     string
 	Entry  registry.Entry
-	Client *api.Client
+	Client *client.Client
 	Caps   *api.Capabilities
 }
 
@@ -170,7 +171,7 @@ func (d *Deps) space(ctx context.Context, id string, need []api.Feature) (*Space
 }
 
 // capabilities returns the Space's capabilities, cached for capsTTL.
-func (d *Deps) capabilities(ctx context.Context, e registry.Entry, c *api.Client) (*api.Capabilities, error) {
+func (d *Deps) capabilities(ctx context.Context, e registry.Entry, c *client.Client) (*api.Capabilities, error) {
 	key := e.URL + "\x00" + e.Token
 	d.capsMu.Lock()
 	ce, ok := d.caps[key]
@@ -197,7 +198,7 @@ func (d *Deps) forget() {
 
 // fetchCapabilities asks a Space what it supports. When the answer is not a
 // spacesd's, GET /health tells "no spacesd here" from a transient failure.
-func fetchCapabilities(ctx context.Context, c *api.Client) (*api.Capabilities, error) {
+func fetchCapabilities(ctx context.Context, c *client.Client) (*api.Capabilities, error) {
 	caps, err := c.Capabilities(ctx)
 	if err == nil {
 		if caps.Daemon != "" && caps.Daemon != api.DaemonName {

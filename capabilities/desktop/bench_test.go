@@ -7,9 +7,9 @@ import (
 
 	"github.com/jezek/xgb/xproto"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // BenchmarkScreenshot measures a whole 1920x1080 screenshot (capture,

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jezek/xgb/xproto"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
 )
 
 const (

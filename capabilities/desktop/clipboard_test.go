@@ -8,9 +8,9 @@ import (
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // clipOwnerChunk is how much text the test owner writes per request: one

@@ -12,7 +12,7 @@ import (
 
 	"github.com/jezek/xgb"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
 )
 
 // replyTimeout bounds one exchange with the X server (a request and its

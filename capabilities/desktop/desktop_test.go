@@ -17,8 +17,9 @@ import (
 
 	"github.com/jezek/xgb/xproto"
 
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -44,7 +45,7 @@ func randomWord(t *testing.T) string {
 }
 
 // desktopDaemon starts a display and a daemon on it.
-func desktopDaemon(t *testing.T) (string, *api.Client) {
+func desktopDaemon(t *testing.T) (string, *client.Client) {
 	t.Helper()
 	display := desktoptest.Start(t, desktoptest.Options{})
 	d := spacesdtest.Start(t, spacesdtest.Options{Display: display})
@@ -63,7 +64,7 @@ func requireTool(t *testing.T, tool string) {
 }
 
 // launchXterm starts an xterm running command and waits for its window.
-func launchXterm(t *testing.T, c *api.Client, command string) api.Window {
+func launchXterm(t *testing.T, c *client.Client, command string) api.Window {
 	t.Helper()
 	requireTool(t, "xterm")
 	ctx := t.Context()
@@ -201,7 +202,7 @@ func TestClickLandsWhereTheScreenshotShows(t *testing.T) {
 }
 
 // waitWindow waits until a window with the title is listed.
-func waitWindow(t *testing.T, c *api.Client, title string) api.Window {
+func waitWindow(t *testing.T, c *client.Client, title string) api.Window {
 	t.Helper()
 	var win api.Window
 	eventually(t, "window "+title+" listed", func() bool {

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 func FuzzParseKeyCombo(f *testing.F) {

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // TestHugeWindowScreenshot resizes a real window to the X protocol's

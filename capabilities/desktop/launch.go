@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
 )
 
 const (

@@ -7,9 +7,9 @@ import (
 
 	"github.com/jezek/xgb/xproto"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // TestPartlyOffScreenWindow follows the coordinate rule for a window that

@@ -8,9 +8,9 @@ import (
 	"github.com/jezek/xgb/randr"
 	"github.com/jezek/xgb/xproto"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // resizeScreen changes the screen size through RandR as xrandr --output

@@ -15,8 +15,8 @@ import (
 	"github.com/jezek/xgb/xproto"
 	"golang.org/x/image/draw"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/media/jpegenc"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 const (

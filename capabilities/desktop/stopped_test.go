@@ -9,9 +9,9 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // shortWait is the context of a call to a frozen display: the call must

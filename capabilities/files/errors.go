@@ -3,10 +3,9 @@ package files
 import (
 	"errors"
 	"io/fs"
-	"net/http"
 	"syscall"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
 )
 
 // fsError turns an error of the file system into an *api.Error whose kind a
@@ -23,7 +22,7 @@ func fsError(op, path string, err error) error {
 		return api.Errorf(api.KindPermissionDenied, "%s %s: permission denied", op, path).
 			WithHint("check the file's owner and mode; spacesd runs as its own user")
 	case isDiskFull(err):
-		return api.Errorf(api.KindIO, "%s %s: disk full: %w", op, path, err).WithHint("free space on the Space's disk, then retry").WithStatus(http.StatusInsufficientStorage)
+		return api.Errorf(api.KindIO, "%s %s: disk full: %w", op, path, err).WithHint("free space on the Space's disk, then retry")
 	case errors.Is(err, syscall.ENOTDIR):
 		return api.Errorf(api.KindInvalidArgument, "%s %s: a parent of the path is not a directory", op, path)
 	case errors.Is(err, syscall.EISDIR):

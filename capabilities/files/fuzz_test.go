@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/files"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // FuzzCleanPath: a path that passes is absolute, clean, NUL-free and

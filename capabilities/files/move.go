@@ -5,7 +5,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
 )
 
 // Move renames a file or directory. Without Overwrite an existing

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/files"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 func TestCleanPath(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
 )
 
 // MaxPathBytes bounds a path argument; Linux's PATH_MAX is 4096 and no

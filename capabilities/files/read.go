@@ -1,13 +1,14 @@
 package files
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"strconv"
 	"strings"
 	"syscall"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
 )
 
 // Open opens a regular file for a ranged read and returns its size.
@@ -67,12 +68,13 @@ func ParseWindow(offset, length string) (w Window, ok bool, err error) {
 	return w, ok, nil
 }
 
-// ErrRangeNotSatisfiable is the kind invalid_argument answer, with HTTP
-// status 416, of a window that starts at or past the end of the file.
+// ErrRangeNotSatisfiable is the cause of the invalid_argument error of a
+// window that starts at or past the end of a file (HTTP answers it 416).
+var ErrRangeNotSatisfiable = errors.New("range not satisfiable")
+
 func errRange(path string, start, size int64) *api.Error {
-	e := api.Errorf(api.KindInvalidArgument, "read %s: offset %d is at or past the end of the file (%d bytes)", path, start, size)
-	e.Status = 416 // http.StatusRequestedRangeNotSatisfiable, without importing net/http here
-	return e
+	return api.Errorf(api.KindInvalidArgument, "read %s: offset %d is at or past the end of the file (%d bytes)", path, start, size).
+		WithCause(ErrRangeNotSatisfiable)
 }
 
 // Resolve clips a window to a file of size bytes. A window starting at or

@@ -5,7 +5,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
 )
 
 // Remove deletes a file, a symlink (not its target) or a directory. A

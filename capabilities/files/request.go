@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
 )
 
 // Defaults of created files and directories, before the umask of mkdir.

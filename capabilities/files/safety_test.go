@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/files"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // hangBound is how long a call that must not block at all may take before

@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
 )
 
 // Limits of resumable uploads.
@@ -366,8 +365,7 @@ func (us *Uploads) failed(u *upload, err error) error {
 	if isDiskFull(err) {
 		us.drop(u)
 		return api.Errorf(api.KindIO, "disk full while uploading %s; the upload was dropped and nothing was changed", u.op.Path).
-			WithHint("free space on the Space's disk (or its quota), then upload again").
-			WithStatus(http.StatusInsufficientStorage)
+			WithHint("free space on the Space's disk (or its quota), then upload again").WithCause(err)
 	}
 	return fsError("upload", u.op.Path, err)
 }

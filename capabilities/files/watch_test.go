@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/files"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // waitFor reads events until one matches, or fails after a generous bound.

@@ -8,13 +8,12 @@ import (
 	"hash"
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
 	"syscall"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
 )
 
 // CopyBufferBytes is the buffer of every bulk copy: large enough that the
@@ -79,8 +78,7 @@ func WriteAtomic(path string, r io.Reader, opt WriteOptions) (api.WriteResult, e
 func writeError(op, path string, err error) error {
 	if isDiskFull(err) {
 		return api.Errorf(api.KindIO, "disk full while writing %s; nothing was changed", path).
-			WithHint("free space on the Space's disk (or its quota), then retry").
-			WithStatus(http.StatusInsufficientStorage)
+			WithHint("free space on the Space's disk (or its quota), then retry").WithCause(err)
 	}
 	return fsError(op, path, err)
 }

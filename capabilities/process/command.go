@@ -11,7 +11,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
 )
 
 // ShellPath runs the shell form of a command: /bin/sh -c <shell>.

@@ -3,8 +3,8 @@ package process_test
 import (
 	"testing"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/process"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 func TestParseRequests(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/internal/procgroup"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // ExecWaitDelay bounds how long Exec waits for output pipes after the

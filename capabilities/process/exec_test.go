@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/process"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 func TestExec(t *testing.T) {

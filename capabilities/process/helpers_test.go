@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/process"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // heldClock is a clock that moves only when the test moves it.

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
 )
 
 // Defaults of Options; api.Limits reports the values in force.

@@ -3,9 +3,9 @@ package process_test
 import (
 	"testing"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/process"
 	"github.com/trycua/cua-spacesd/internal/proctest"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 func TestExecTimeoutKillsTree(t *testing.T) {

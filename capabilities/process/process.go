@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/internal/procgroup"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 	"golang.org/x/sys/unix"
 )
 

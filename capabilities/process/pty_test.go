@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/process"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 func requirePTY(t *testing.T) {

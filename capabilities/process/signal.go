@@ -5,7 +5,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
 )
 
 // signals are the signals a client may send by name. The list is closed on

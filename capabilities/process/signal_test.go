@@ -4,8 +4,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/process"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 func TestParseSignal(t *testing.T) {

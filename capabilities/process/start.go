@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/internal/procgroup"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 	"golang.org/x/sys/unix"
 )
 

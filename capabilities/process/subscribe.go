@@ -4,7 +4,7 @@ import (
 	"context"
 	"io"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
 )
 
 // EventChunkBytes bounds the data of one "output" event.

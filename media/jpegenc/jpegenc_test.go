@@ -10,8 +10,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/media/jpegenc"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // testFrame draws a natural-ish picture: smooth gradients, a few hard

@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
@@ -128,8 +129,8 @@ func TestTokenFileRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := spacesdtest.Start(t, spacesdtest.Options{Auth: auth})
-	oldClient, _ := api.NewClient(d.URL, oldTok)
-	newClient, _ := api.NewClient(d.URL, newTok)
+	oldClient, _ := client.New(d.URL, oldTok)
+	newClient, _ := client.New(d.URL, newTok)
 	ctx := context.Background()
 	if _, err := oldClient.Capabilities(ctx); err != nil {
 		t.Fatalf("old token before rotation: %v", err)

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // desktopGroup serves the desktop capability. The Desktop connects to the

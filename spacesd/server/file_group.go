@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/files"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // fileGroup serves the files capability: each handler adapts one HTTP call

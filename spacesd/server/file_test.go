@@ -16,7 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 	"go.uber.org/goleak"
 )
@@ -207,7 +208,7 @@ func TestFileOpsOverHTTP(t *testing.T) {
 
 // upload sends data in chunks of chunk bytes from offset, stopping after
 // stopAfter chunks (< 0: all).
-func upload(ctx context.Context, c *api.Client, id string, data []byte, from int64, chunk int, stopAfter int) (*api.UploadState, error) {
+func upload(ctx context.Context, c *client.Client, id string, data []byte, from int64, chunk int, stopAfter int) (*api.UploadState, error) {
 	st := &api.UploadState{Offset: from}
 	for i := 0; st.Offset < int64(len(data)) && i != stopAfter; i++ {
 		end := min(st.Offset+int64(chunk), int64(len(data)))
@@ -266,7 +267,7 @@ func TestUploadResumes(t *testing.T) {
 		t.Fatalf("first half: %+v %v", half, err)
 	}
 	// ... restarts, announces the same upload again and gets its offset back.
-	c2, _ := api.NewClient(d.URL, d.Token)
+	c2, _ := client.New(d.URL, d.Token)
 	again, err := c2.BeginUpload(ctx, req)
 	if err != nil || again.ID != st.ID || again.Offset != half.Offset {
 		t.Fatalf("re-announce: %+v %v; want id %s at %d", again, err, st.ID, half.Offset)

@@ -9,7 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -41,7 +42,7 @@ func TestRequestLogsCarryNoSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	wrong := spacesdtest.Token()
-	bad, _ := api.NewClient(d.URL, wrong)
+	bad, _ := client.New(d.URL, wrong)
 	if _, err := bad.Capabilities(ctx); api.KindOf(err) != api.KindUnauthenticated {
 		t.Fatalf("wrong token: %v", err)
 	}

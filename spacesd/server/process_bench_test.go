@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/process"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // handleStdin writes the raw body to a process's stdin:

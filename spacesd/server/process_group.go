@@ -9,8 +9,8 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/process"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // processGroup serves the process capability: one-shot exec, detached

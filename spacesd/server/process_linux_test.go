@@ -3,8 +3,8 @@ package server_test
 import (
 	"testing"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/internal/proctest"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 

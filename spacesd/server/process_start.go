@@ -3,8 +3,8 @@ package server
 import (
 	"net/http"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/process"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // handleStart starts a detached process: POST /v1/processes.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/process"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 // Limits of a process stream WebSocket.

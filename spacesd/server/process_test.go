@@ -18,7 +18,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
@@ -185,7 +186,7 @@ func TestSignalHTTP(t *testing.T) {
 }
 
 // waitExit follows a process's stream to its exit event.
-func waitExit(t *testing.T, c *api.Client, id string) *api.ProcessInfo {
+func waitExit(t *testing.T, c *client.Client, id string) *api.ProcessInfo {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -364,7 +365,7 @@ func TestTokenRotationEndsStream(t *testing.T) {
 	t.Parallel()
 	auth := server.NewAuth("old-token", slogDiscard())
 	d := spacesdtest.Start(t, spacesdtest.Options{Auth: auth})
-	c, err := api.NewClient(d.URL, "old-token")
+	c, err := client.New(d.URL, "old-token")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +382,7 @@ func TestTokenRotationEndsStream(t *testing.T) {
 	if ev, err := s.Next(); err == nil {
 		t.Fatalf("stream goes on after rotation: %+v", ev)
 	}
-	c2, _ := api.NewClient(d.URL, "new-token")
+	c2, _ := client.New(d.URL, "new-token")
 	got, err := c2.Process(t.Context(), info.ID)
 	if err != nil || got.State != api.StateRunning {
 		t.Fatalf("process after rotation %+v, %v", got, err)
@@ -435,7 +436,7 @@ func TestGracefulShutdownLetsExecFinish(t *testing.T) {
 	defer cancel()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, ln) }()
-	c, err := api.NewClient("http://"+ln.Addr().String(), tok)
+	c, err := client.New("http://"+ln.Addr().String(), tok)
 	if err != nil {
 		t.Fatal(err)
 	}

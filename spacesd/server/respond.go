@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"syscall"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/capabilities/files"
 )
 
 // MaxJSONBodyBytes bounds every JSON request body; bulk bytes travel as
@@ -27,7 +29,47 @@ func writeError(w http.ResponseWriter, err error) {
 	if rw, ok := w.(*recorder); ok {
 		rw.kind = e.Kind
 	}
-	writeJSON(w, e.HTTPStatus(), api.ErrorEnvelope{Error: e})
+	writeJSON(w, statusOf(e), api.ErrorEnvelope{Error: e})
+}
+
+// statusOf is the HTTP status an error travels with: its kind's, except for
+// the few answers HTTP has a sharper word for.
+func statusOf(e *api.Error) int {
+	switch {
+	case e.Kind == api.KindIO && (errors.Is(e, syscall.ENOSPC) || errors.Is(e, syscall.EDQUOT)):
+		return http.StatusInsufficientStorage
+	case e.Kind == api.KindInvalidArgument && errors.Is(e, files.ErrRangeNotSatisfiable):
+		return http.StatusRequestedRangeNotSatisfiable
+	}
+	return statusFor(e.Kind)
+}
+
+// statusFor maps a kind to its HTTP status.
+func statusFor(k api.Kind) int {
+	switch k {
+	case api.KindInvalidArgument, api.KindJSON:
+		return http.StatusBadRequest
+	case api.KindUnauthenticated:
+		return http.StatusUnauthorized
+	case api.KindPermissionDenied, api.KindForbidden:
+		return http.StatusForbidden
+	case api.KindNotFound:
+		return http.StatusNotFound
+	case api.KindPreconditionFailed:
+		return http.StatusPreconditionFailed
+	case api.KindCapabilityMissing:
+		return http.StatusNotImplemented
+	case api.KindTimeout:
+		return http.StatusGatewayTimeout
+	case api.KindLimitExceeded:
+		return http.StatusTooManyRequests
+	case api.KindTransferFailed:
+		return http.StatusUnprocessableEntity
+	case api.KindCancelled:
+		return 499 // client closed request, as nginx names it
+	default:
+		return http.StatusInternalServerError
+	}
 }
 
 // decodeBody reads a JSON body into a T, refusing unknown fields, trailing

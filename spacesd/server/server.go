@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
 )
 
 // Shutdown budgets: graceful lets running requests finish, then hard closes.

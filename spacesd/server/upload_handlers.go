@@ -3,8 +3,8 @@ package server
 import (
 	"net/http"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/files"
-	"github.com/trycua/cua-spacesd/spacesd/api"
 )
 
 func (g *fileGroup) handleUploadBegin(w http.ResponseWriter, r *http.Request) {

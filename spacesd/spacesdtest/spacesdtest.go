@@ -11,7 +11,7 @@ import (
 	"net"
 	"testing"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 )
 
@@ -19,7 +19,7 @@ import (
 type Daemon struct {
 	URL    string
 	Token  string
-	Client *api.Client
+	Client *client.Client
 	Server *server.Server
 }
 
@@ -72,7 +72,7 @@ func Start(t testing.TB, opts Options) *Daemon {
 		<-done
 	})
 	url := "http://" + ln.Addr().String()
-	c, err := api.NewClient(url, tok)
+	c, err := client.New(url, tok)
 	if err != nil {
 		t.Fatalf("client: %v", err)
 	}

@@ -1,12 +1,13 @@
-// Package api is the wire contract of cua-spacesd: request and response
-// types, feature names, the error envelope and a small Go client. The bridge,
-// the relay and the tests import this package, never the daemon's internals.
+// Package api is the wire contract of cua-spacesd: routes, request and
+// response types, feature names and the error envelope. It needs nothing but
+// the standard library (and not net/http), so the capabilities, the media
+// code, the daemon, the bridge and the relay all stand on it; the Go client
+// of the daemon lives apart, in api/client.
 package api
 
 import (
 	"errors"
 	"fmt"
-	"net/http"
 )
 
 // Kind is a stable error kind from the Spaces errors document. Callers branch
@@ -45,8 +46,9 @@ type Error struct {
 	Hint       string `json:"hint,omitempty"`
 	Feature    string `json:"feature,omitempty"`
 	Limitation string `json:"limitation,omitempty"`
-	// Status is the HTTP status the error travelled with (client side) or
-	// should travel with (server side); it is not part of the JSON body.
+	// Status is the HTTP status the error travelled with, set by a client
+	// that received it; it is not part of the JSON body. Which status an
+	// error travels with is the daemon's business (spacesd/httpapi).
 	Status int `json:"-"`
 	// cause keeps the wrapped error for errors.Is/As without leaking it to the wire.
 	cause error
@@ -65,42 +67,6 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.cause }
-
-// HTTPStatus is the status an error of this kind travels with.
-func (e *Error) HTTPStatus() int {
-	if e.Status != 0 {
-		return e.Status
-	}
-	return StatusFor(e.Kind)
-}
-
-// StatusFor maps a kind to its HTTP status.
-func StatusFor(k Kind) int {
-	switch k {
-	case KindInvalidArgument, KindJSON:
-		return http.StatusBadRequest
-	case KindUnauthenticated:
-		return http.StatusUnauthorized
-	case KindPermissionDenied, KindForbidden:
-		return http.StatusForbidden
-	case KindNotFound:
-		return http.StatusNotFound
-	case KindPreconditionFailed:
-		return http.StatusPreconditionFailed
-	case KindCapabilityMissing:
-		return http.StatusNotImplemented
-	case KindTimeout:
-		return http.StatusGatewayTimeout
-	case KindLimitExceeded:
-		return http.StatusTooManyRequests
-	case KindTransferFailed:
-		return http.StatusUnprocessableEntity
-	case KindCancelled:
-		return 499 // client closed request, as nginx names it
-	default:
-		return http.StatusInternalServerError
-	}
-}
 
 // retryableByDefault says whether the same call may succeed unchanged.
 func retryableByDefault(k Kind) bool {
@@ -139,9 +105,12 @@ func Errorf(kind Kind, format string, args ...any) *Error {
 // WithHint returns e with its hint replaced.
 func (e *Error) WithHint(hint string) *Error { e.Hint = hint; return e }
 
-// WithStatus returns e travelling with another HTTP status than its kind's
-// (a full disk: kind io, 507 Insufficient Storage).
-func (e *Error) WithStatus(status int) *Error { e.Status = status; return e }
+// WithCause returns e wrapping cause for errors.Is and errors.As; the
+// cause never reaches the wire.
+func (e *Error) WithCause(cause error) *Error { e.cause = cause; return e }
+
+// DefaultHint is the hint an error of kind k carries unless it says better.
+func DefaultHint(k Kind) string { return defaultHints[k] }
 
 // WithRetryable returns e with its retry flag replaced.
 func (e *Error) WithRetryable(r bool) *Error { e.Retryable = r; return e }

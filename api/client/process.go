@@ -1,4 +1,4 @@
-package api
+package client
 
 import (
 	"bytes"
@@ -9,40 +9,41 @@ import (
 	"strings"
 
 	"github.com/gorilla/websocket"
+	"github.com/trycua/cua-spacesd/api"
 )
 
 // Exec runs a command to completion.
-func (c *Client) Exec(ctx context.Context, req ExecRequest) (*ExecResult, error) {
-	var res ExecResult
-	return &res, c.JSON(ctx, http.MethodPost, PathExec, nil, req, &res)
+func (c *Client) Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResult, error) {
+	var res api.ExecResult
+	return &res, c.JSON(ctx, http.MethodPost, api.PathExec, nil, req, &res)
 }
 
 // Start starts a detached process.
-func (c *Client) Start(ctx context.Context, req StartRequest) (*ProcessInfo, error) {
-	var info ProcessInfo
-	return &info, c.JSON(ctx, http.MethodPost, PathProcesses, nil, req, &info)
+func (c *Client) Start(ctx context.Context, req api.StartRequest) (*api.ProcessInfo, error) {
+	var info api.ProcessInfo
+	return &info, c.JSON(ctx, http.MethodPost, api.PathProcesses, nil, req, &info)
 }
 
 // Processes lists the processes the daemon started and still remembers.
-func (c *Client) Processes(ctx context.Context) ([]ProcessInfo, error) {
-	var list []ProcessInfo
-	return list, c.JSON(ctx, http.MethodGet, PathProcesses, nil, nil, &list)
+func (c *Client) Processes(ctx context.Context) ([]api.ProcessInfo, error) {
+	var list []api.ProcessInfo
+	return list, c.JSON(ctx, http.MethodGet, api.PathProcesses, nil, nil, &list)
 }
 
 // Process describes one process.
-func (c *Client) Process(ctx context.Context, id string) (*ProcessInfo, error) {
-	var info ProcessInfo
-	return &info, c.JSON(ctx, http.MethodGet, processPath(PathProcess, id), nil, nil, &info)
+func (c *Client) Process(ctx context.Context, id string) (*api.ProcessInfo, error) {
+	var info api.ProcessInfo
+	return &info, c.JSON(ctx, http.MethodGet, processPath(api.PathProcess, id), nil, nil, &info)
 }
 
 // Signal sends a signal to a process (its whole group unless group is false).
 func (c *Client) Signal(ctx context.Context, id, signal string) error {
-	return c.JSON(ctx, http.MethodPost, processPath(PathProcessSignal, id), nil, SignalRequest{Signal: signal}, nil)
+	return c.JSON(ctx, http.MethodPost, processPath(api.PathProcessSignal, id), nil, api.SignalRequest{Signal: signal}, nil)
 }
 
 // Resize changes a PTY process's terminal size.
-func (c *Client) Resize(ctx context.Context, id string, size PTYSize) error {
-	return c.JSON(ctx, http.MethodPost, processPath(PathProcessResize, id), nil, size, nil)
+func (c *Client) Resize(ctx context.Context, id string, size api.PTYSize) error {
+	return c.JSON(ctx, http.MethodPost, processPath(api.PathProcessResize, id), nil, size, nil)
 }
 
 // WriteStdin writes bytes to a process started with Stdin; closeAfter closes
@@ -52,7 +53,7 @@ func (c *Client) WriteStdin(ctx context.Context, id string, data []byte, closeAf
 	if closeAfter {
 		q.Set("close", "true")
 	}
-	resp, err := c.Do(ctx, http.MethodPost, processPath(PathProcessStdin, id), q, bytes.NewReader(data), "application/octet-stream")
+	resp, err := c.Do(ctx, http.MethodPost, processPath(api.PathProcessStdin, id), q, bytes.NewReader(data), "application/octet-stream")
 	if err != nil {
 		return err
 	}
@@ -70,7 +71,7 @@ func (c *Client) StreamProcess(ctx context.Context, id string, stdoutOffset, std
 	q := url.Values{}
 	q.Set("stdout_offset", strconv.FormatInt(stdoutOffset, 10))
 	q.Set("stderr_offset", strconv.FormatInt(stderrOffset, 10))
-	conn, err := c.DialWebSocket(ctx, processPath(PathProcessStream, id), q)
+	conn, err := c.DialWebSocket(ctx, processPath(api.PathProcessStream, id), q)
 	if err != nil {
 		return nil, err
 	}
@@ -78,18 +79,18 @@ func (c *Client) StreamProcess(ctx context.Context, id string, stdoutOffset, std
 }
 
 // Next returns the next event.
-func (s *ProcessStream) Next() (*StreamEvent, error) {
-	var ev StreamEvent
+func (s *ProcessStream) Next() (*api.StreamEvent, error) {
+	var ev api.StreamEvent
 	if err := s.conn.ReadJSON(&ev); err != nil {
-		return nil, Errorf(KindEnv, "process stream: %w", err)
+		return nil, api.Errorf(api.KindEnv, "process stream: %w", err)
 	}
 	return &ev, nil
 }
 
 // Send sends stdin, a resize or a signal on the stream.
-func (s *ProcessStream) Send(in StreamInput) error {
+func (s *ProcessStream) Send(in api.StreamInput) error {
 	if err := s.conn.WriteJSON(in); err != nil {
-		return Errorf(KindEnv, "process stream: %w", err)
+		return api.Errorf(api.KindEnv, "process stream: %w", err)
 	}
 	return nil
 }

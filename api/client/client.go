@@ -1,4 +1,7 @@
-package api
+// Package client is the Go client of cua-spacesd: every route of the wire
+// contract (package api) as a method, over HTTP and WebSocket. How it reaches
+// the daemon is one option (WithDialer), so a relay is only another dialer.
+package client
 
 import (
 	"bytes"
@@ -14,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/trycua/cua-spacesd/api"
 )
 
 // Client calls one cua-spacesd. It is safe for concurrent use.
@@ -24,26 +28,43 @@ type Client struct {
 	ws    *websocket.Dialer
 }
 
-// ClientOption configures a Client.
-type ClientOption func(*Client)
+// Dialer opens the connection under every call and stream of a Client. The
+// address is the one of the Space's URL; a dialer that reaches the Space
+// another way (through a relay, in a test's network namespace) may ignore it.
+type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 
-// WithHTTPClient replaces the HTTP client (TLS settings, a relay transport).
-func WithHTTPClient(h *http.Client) ClientOption { return func(c *Client) { c.http = h } }
+// Option configures a Client.
+type Option func(*options)
 
-// NewClient returns a client of the daemon at baseURL ("http://host:3211").
+type options struct {
+	dial Dialer
+}
+
+// WithDialer makes every HTTP call and WebSocket stream of the client go
+// through dial: the one place that says how the client reaches its daemon.
+func WithDialer(dial Dialer) Option { return func(o *options) { o.dial = dial } }
+
+// dialTimeout bounds opening a connection with the default dialer.
+const dialTimeout = 10 * time.Second
+
+// New returns a client of the daemon at baseURL ("http://host:3211").
 // A bare "host:port" is taken as http.
-func NewClient(baseURL, token string, opts ...ClientOption) (*Client, error) {
+func New(baseURL, token string, opts ...Option) (*Client, error) {
 	if !strings.Contains(baseURL, "://") {
 		baseURL = "http://" + baseURL
 	}
 	u, err := url.Parse(baseURL)
 	if err != nil || u.Host == "" {
-		return nil, Errorf(KindInvalidArgument, "spacesd url %q is not an http(s) URL", baseURL)
+		return nil, api.Errorf(api.KindInvalidArgument, "spacesd url %q is not an http(s) URL", baseURL)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, Errorf(KindInvalidArgument, "spacesd url %q: scheme must be http or https", baseURL)
+		return nil, api.Errorf(api.KindInvalidArgument, "spacesd url %q: scheme must be http or https", baseURL)
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	c := &Client{
 		base:  u,
 		token: token,
@@ -52,21 +73,31 @@ func NewClient(baseURL, token string, opts ...ClientOption) (*Client, error) {
 		http: &http.Client{Transport: defaultTransport},
 		ws:   &websocket.Dialer{HandshakeTimeout: 10 * time.Second, Proxy: http.ProxyFromEnvironment},
 	}
-	for _, o := range opts {
-		o(c)
+	if o.dial != nil {
+		t := newTransport()
+		t.Proxy = nil // the dialer decides the route
+		t.DialContext = o.dial
+		c.http = &http.Client{Transport: t}
+		c.ws.Proxy = nil
+		c.ws.NetDialContext = o.dial
 	}
 	return c, nil
 }
 
 // defaultTransport keeps connections to a Space warm: most calls are small
 // and back to back, and a fresh TCP handshake per call would dominate them.
-var defaultTransport = &http.Transport{
-	Proxy:               http.ProxyFromEnvironment,
-	DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-	MaxIdleConns:        64,
-	MaxIdleConnsPerHost: 16,
-	IdleConnTimeout:     90 * time.Second,
-	ForceAttemptHTTP2:   true,
+// Clients with the default dialer share it, so they share its pool.
+var defaultTransport = newTransport()
+
+func newTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        64,
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     90 * time.Second,
+		ForceAttemptHTTP2:   true,
+	}
 }
 
 // BaseURL is the daemon's base URL.
@@ -84,20 +115,20 @@ func (c *Client) url(path string, q url.Values) string {
 // Health asks GET /health. It tells "no spacesd here" (kind
 // spacesd_not_available) from "spacesd, but the token is wrong", which only
 // an authenticated call reveals.
-func (c *Client) Health(ctx context.Context) (*Health, error) {
+func (c *Client) Health(ctx context.Context) (*api.Health, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url("/health", nil), nil)
 	if err != nil {
-		return nil, Errorf(KindInvalidArgument, "health request: %w", err)
+		return nil, api.Errorf(api.KindInvalidArgument, "health request: %w", err)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, transportError(ctx, err)
 	}
 	defer resp.Body.Close()
-	var h Health
+	var h api.Health
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &h) != nil || h.Daemon != DaemonName {
-		return nil, Errorf(KindSpacesdNotAvailable,
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &h) != nil || h.Daemon != api.DaemonName {
+		return nil, api.Errorf(api.KindSpacesdNotAvailable,
 			"%s answered but runs no cua-spacesd (GET /health: HTTP %d)", c.base.Host, resp.StatusCode).
 			WithRetryable(false)
 	}
@@ -105,8 +136,8 @@ func (c *Client) Health(ctx context.Context) (*Health, error) {
 }
 
 // Capabilities asks what this Space supports.
-func (c *Client) Capabilities(ctx context.Context) (*Capabilities, error) {
-	var caps Capabilities
+func (c *Client) Capabilities(ctx context.Context) (*api.Capabilities, error) {
+	var caps api.Capabilities
 	return &caps, c.JSON(ctx, http.MethodGet, "/v1/capabilities", nil, nil, &caps)
 }
 
@@ -117,7 +148,7 @@ func (c *Client) JSON(ctx context.Context, method, path string, q url.Values, in
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return Errorf(KindInvalidArgument, "encode %s %s: %w", method, path, err)
+			return api.Errorf(api.KindInvalidArgument, "encode %s %s: %w", method, path, err)
 		}
 		body = bytes.NewReader(b)
 	}
@@ -131,7 +162,7 @@ func (c *Client) JSON(ctx context.Context, method, path string, q url.Values, in
 		return nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return Errorf(KindJSON, "decode answer of %s %s: %w", method, path, err)
+		return api.Errorf(api.KindJSON, "decode answer of %s %s: %w", method, path, err)
 	}
 	return nil
 }
@@ -141,7 +172,7 @@ func (c *Client) JSON(ctx context.Context, method, path string, q url.Values, in
 func (c *Client) Do(ctx context.Context, method, path string, q url.Values, body io.Reader, contentType string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.url(path, q), body)
 	if err != nil {
-		return nil, Errorf(KindInvalidArgument, "%s %s: %w", method, path, err)
+		return nil, api.Errorf(api.KindInvalidArgument, "%s %s: %w", method, path, err)
 	}
 	return c.DoRequest(req, contentType)
 }
@@ -169,16 +200,16 @@ func (c *Client) DoRequest(req *http.Request, contentType string) (*http.Respons
 // envelope means something other than spacesd answered.
 func decodeError(resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var env ErrorEnvelope
+	var env api.ErrorEnvelope
 	if json.Unmarshal(b, &env) == nil && env.Error != nil && env.Error.Kind != "" {
 		env.Error.Status = resp.StatusCode
 		return env.Error
 	}
-	return &Error{
-		Kind:      KindSpacesdNotAvailable,
+	return &api.Error{
+		Kind:      api.KindSpacesdNotAvailable,
 		Message:   fmt.Sprintf("%s %s answered HTTP %d without a spacesd error body: no cua-spacesd there?", resp.Request.Method, resp.Request.URL.Path, resp.StatusCode),
 		Retryable: false,
-		Hint:      defaultHints[KindSpacesdNotAvailable],
+		Hint:      api.DefaultHint(api.KindSpacesdNotAvailable),
 		Status:    resp.StatusCode,
 	}
 }
@@ -186,12 +217,12 @@ func decodeError(resp *http.Response) error {
 func transportError(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(ctx.Err(), context.Canceled):
-		return &Error{Kind: KindCancelled, Message: "call cancelled", cause: err}
+		return (&api.Error{Kind: api.KindCancelled, Message: "call cancelled"}).WithCause(err)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return &Error{Kind: KindTimeout, Message: "call timed out", Retryable: true, Hint: defaultHints[KindTimeout], cause: err}
+		return (&api.Error{Kind: api.KindTimeout, Message: "call timed out", Retryable: true, Hint: api.DefaultHint(api.KindTimeout)}).WithCause(err)
 	}
-	return &Error{Kind: KindEnv, Message: fmt.Sprintf("cannot reach spacesd: %v", err), Retryable: true,
-		Hint: "check that the Space is running and its URL is right", cause: err}
+	return (&api.Error{Kind: api.KindEnv, Message: fmt.Sprintf("cannot reach spacesd: %v", err), Retryable: true,
+		Hint: "check that the Space is running and its URL is right"}).WithCause(err)
 }
 
 // DialWebSocket opens an authenticated WebSocket to path.
@@ -218,7 +249,7 @@ func (c *Client) DialWebSocket(ctx context.Context, path string, q url.Values) (
 
 func decodeJSON(r io.Reader, out any) error {
 	if err := json.NewDecoder(r).Decode(out); err != nil {
-		return Errorf(KindJSON, "decode spacesd answer: %w", err)
+		return api.Errorf(api.KindJSON, "decode spacesd answer: %w", err)
 	}
 	return nil
 }

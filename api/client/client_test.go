@@ -1,15 +1,15 @@
-package api_test
+package client_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
-	"github.com/trycua/cua-spacesd/spacesd/api"
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/api/client"
 )
 
 func TestNewClientURL(t *testing.T) {
@@ -26,7 +26,7 @@ func TestNewClientURL(t *testing.T) {
 		{"::nonsense", "", true},
 	}
 	for _, tt := range tests {
-		c, err := api.NewClient(tt.in, "")
+		c, err := client.New(tt.in, "")
 		if (err != nil) != tt.wantErr {
 			t.Errorf("NewClient(%q) err = %v, wantErr %v", tt.in, err, tt.wantErr)
 			continue
@@ -49,7 +49,7 @@ func TestClientTellsForeignServers(t *testing.T) {
 		http.Error(w, "nginx says no", http.StatusUnauthorized)
 	}))
 	defer foreign.Close()
-	c, _ := api.NewClient(foreign.URL, "tok")
+	c, _ := client.New(foreign.URL, "tok")
 	if _, err := c.Health(context.Background()); api.KindOf(err) != api.KindSpacesdNotAvailable {
 		t.Errorf("health of a foreign server: %v", err)
 	}
@@ -62,7 +62,7 @@ func TestClientTellsForeignServers(t *testing.T) {
 		fmt.Fprint(w, `{"error":{"kind":"unauthenticated","message":"wrong token","retryable":false}}`)
 	}))
 	defer ours.Close()
-	c, _ = api.NewClient(ours.URL, "tok")
+	c, _ = client.New(ours.URL, "tok")
 	_, err := c.Capabilities(context.Background())
 	var e *api.Error
 	if !errors.As(err, &e) || e.Kind != api.KindUnauthenticated || e.Status != http.StatusUnauthorized {
@@ -74,7 +74,7 @@ func TestUnreachableIsEnvAndCancelIsCancelled(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close() // nothing listens there now
-	c, _ := api.NewClient(url, "")
+	c, _ := client.New(url, "")
 	_, err := c.Capabilities(context.Background())
 	if e := api.AsError(err); e.Kind != api.KindEnv || !e.Retryable {
 		t.Errorf("unreachable: %+v", e)
@@ -83,31 +83,5 @@ func TestUnreachableIsEnvAndCancelIsCancelled(t *testing.T) {
 	cancel()
 	if _, err := c.Capabilities(ctx); api.KindOf(err) != api.KindCancelled {
 		t.Errorf("cancelled call: %v", err)
-	}
-}
-
-func TestErrorsKeepTheirCause(t *testing.T) {
-	cause := fs.ErrNotExist
-	err := api.Errorf(api.KindNotFound, "stat /x: %w", cause)
-	if !errors.Is(err, fs.ErrNotExist) {
-		t.Error("Errorf lost the wrapped cause")
-	}
-	if err.HTTPStatus() != http.StatusNotFound || err.Retryable || err.Hint == "" {
-		t.Errorf("not_found defaults: %+v", err)
-	}
-	missing := api.CapabilityMissing(api.FeatureScreenshot, "no X display: DISPLAY is unset")
-	if missing.HTTPStatus() != http.StatusNotImplemented || missing.Feature != "screenshot" {
-		t.Errorf("capability_missing: %+v", missing)
-	}
-	if api.AsError(errors.New("boom")).Kind != api.KindEnv {
-		t.Error("a foreign error is not kind env")
-	}
-}
-
-func TestFileModeString(t *testing.T) {
-	for mode, want := range map[fs.FileMode]string{0o644: "0644", 0o755 | fs.ModeDir: "0755", 0: "0000", 0o7: "0007", 0o4755: "0755"} {
-		if got := api.FileModeString(mode); got != want {
-			t.Errorf("FileModeString(%o) = %q, want %q", mode, got, want)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package api
+package client
 
 import (
 	"context"
@@ -9,45 +9,46 @@ import (
 	"strconv"
 
 	"github.com/gorilla/websocket"
+	"github.com/trycua/cua-spacesd/api"
 )
 
 // Stat describes one path.
-func (c *Client) Stat(ctx context.Context, path string) (*FileInfo, error) {
-	var fi FileInfo
-	return &fi, c.JSON(ctx, http.MethodGet, PathFileStat, url.Values{"path": {path}}, nil, &fi)
+func (c *Client) Stat(ctx context.Context, path string) (*api.FileInfo, error) {
+	var fi api.FileInfo
+	return &fi, c.JSON(ctx, http.MethodGet, api.PathFileStat, url.Values{"path": {path}}, nil, &fi)
 }
 
 // List lists a directory to depth levels (1 = its own entries).
-func (c *Client) List(ctx context.Context, path string, depth int, hidden bool) (*ListResult, error) {
+func (c *Client) List(ctx context.Context, path string, depth int, hidden bool) (*api.ListResult, error) {
 	q := url.Values{"path": {path}, "depth": {strconv.Itoa(depth)}}
 	if hidden {
 		q.Set("hidden", "true")
 	}
-	var res ListResult
-	return &res, c.JSON(ctx, http.MethodGet, PathFileList, q, nil, &res)
+	var res api.ListResult
+	return &res, c.JSON(ctx, http.MethodGet, api.PathFileList, q, nil, &res)
 }
 
 // Mkdir makes a directory.
-func (c *Client) Mkdir(ctx context.Context, req MkdirRequest) error {
-	return c.JSON(ctx, http.MethodPost, PathFileMkdir, nil, req, nil)
+func (c *Client) Mkdir(ctx context.Context, req api.MkdirRequest) error {
+	return c.JSON(ctx, http.MethodPost, api.PathFileMkdir, nil, req, nil)
 }
 
 // Move renames a file or directory.
-func (c *Client) Move(ctx context.Context, req MoveRequest) error {
-	return c.JSON(ctx, http.MethodPost, PathFileMove, nil, req, nil)
+func (c *Client) Move(ctx context.Context, req api.MoveRequest) error {
+	return c.JSON(ctx, http.MethodPost, api.PathFileMove, nil, req, nil)
 }
 
 // Remove deletes a file or directory.
-func (c *Client) Remove(ctx context.Context, req RemoveRequest) error {
-	return c.JSON(ctx, http.MethodPost, PathFileRemove, nil, req, nil)
+func (c *Client) Remove(ctx context.Context, req api.RemoveRequest) error {
+	return c.JSON(ctx, http.MethodPost, api.PathFileRemove, nil, req, nil)
 }
 
 // Read opens length bytes of a file from offset (length < 0: to the end).
 // It returns the body and the whole file's size.
 func (c *Client) Read(ctx context.Context, path string, offset, length int64) (io.ReadCloser, int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url(PathFileContent, url.Values{"path": {path}}), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url(api.PathFileContent, url.Values{"path": {path}}), nil)
 	if err != nil {
-		return nil, 0, Errorf(KindInvalidArgument, "read %s: %w", path, err)
+		return nil, 0, api.Errorf(api.KindInvalidArgument, "read %s: %w", path, err)
 	}
 	if offset > 0 || length >= 0 {
 		if length >= 0 {
@@ -65,7 +66,7 @@ func (c *Client) Read(ctx context.Context, path string, offset, length int64) (i
 	if err != nil {
 		return nil, 0, err
 	}
-	size, _ := strconv.ParseInt(resp.Header.Get(HeaderFileSize), 10, 64)
+	size, _ := strconv.ParseInt(resp.Header.Get(api.HeaderFileSize), 10, 64)
 	if length == 0 {
 		resp.Body.Close()
 		return io.NopCloser(&emptyReader{}), size, nil
@@ -79,14 +80,14 @@ func (*emptyReader) Read([]byte) (int, error) { return 0, io.EOF }
 
 // Write replaces a file atomically with the body: the old file or the new
 // one, never a mix. mode is octal ("0644"), "" for the default or the old file's.
-func (c *Client) Write(ctx context.Context, path string, body io.Reader, size int64, mode string) (*WriteResult, error) {
+func (c *Client) Write(ctx context.Context, path string, body io.Reader, size int64, mode string) (*api.WriteResult, error) {
 	q := url.Values{"path": {path}}
 	if mode != "" {
 		q.Set("mode", mode)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.url(PathFileContent, q), body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.url(api.PathFileContent, q), body)
 	if err != nil {
-		return nil, Errorf(KindInvalidArgument, "write %s: %w", path, err)
+		return nil, api.Errorf(api.KindInvalidArgument, "write %s: %w", path, err)
 	}
 	if size >= 0 {
 		req.ContentLength = size
@@ -96,7 +97,7 @@ func (c *Client) Write(ctx context.Context, path string, body io.Reader, size in
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var res WriteResult
+	var res api.WriteResult
 	if err := decodeJSON(resp.Body, &res); err != nil {
 		return nil, err
 	}
@@ -106,23 +107,23 @@ func (c *Client) Write(ctx context.Context, path string, body io.Reader, size in
 // BeginUpload announces a resumable upload. When an unfinished upload of the
 // same path, size and sha256 exists, its state is returned so the client
 // resumes from its offset.
-func (c *Client) BeginUpload(ctx context.Context, req UploadRequest) (*UploadState, error) {
-	var st UploadState
-	return &st, c.JSON(ctx, http.MethodPost, PathUploads, nil, req, &st)
+func (c *Client) BeginUpload(ctx context.Context, req api.UploadRequest) (*api.UploadState, error) {
+	var st api.UploadState
+	return &st, c.JSON(ctx, http.MethodPost, api.PathUploads, nil, req, &st)
 }
 
 // UploadStatus returns how much of an upload has landed.
-func (c *Client) UploadStatus(ctx context.Context, id string) (*UploadState, error) {
-	var st UploadState
-	return &st, c.JSON(ctx, http.MethodGet, processPath(PathUpload, id), nil, nil, &st)
+func (c *Client) UploadStatus(ctx context.Context, id string) (*api.UploadState, error) {
+	var st api.UploadState
+	return &st, c.JSON(ctx, http.MethodGet, processPath(api.PathUpload, id), nil, nil, &st)
 }
 
 // PutChunk appends body at offset, which must equal the upload's current offset.
-func (c *Client) PutChunk(ctx context.Context, id string, offset int64, body io.Reader, n int64) (*UploadState, error) {
+func (c *Client) PutChunk(ctx context.Context, id string, offset int64, body io.Reader, n int64) (*api.UploadState, error) {
 	q := url.Values{"offset": {strconv.FormatInt(offset, 10)}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.url(processPath(PathUpload, id), q), body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.url(processPath(api.PathUpload, id), q), body)
 	if err != nil {
-		return nil, Errorf(KindInvalidArgument, "upload chunk: %w", err)
+		return nil, api.Errorf(api.KindInvalidArgument, "upload chunk: %w", err)
 	}
 	req.ContentLength = n
 	resp, err := c.DoRequest(req, "application/octet-stream")
@@ -130,19 +131,19 @@ func (c *Client) PutChunk(ctx context.Context, id string, offset int64, body io.
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var st UploadState
+	var st api.UploadState
 	return &st, decodeJSON(resp.Body, &st)
 }
 
 // CommitUpload verifies the sha256 and moves the upload into place.
-func (c *Client) CommitUpload(ctx context.Context, id string) (*WriteResult, error) {
-	var res WriteResult
-	return &res, c.JSON(ctx, http.MethodPost, processPath(PathUploadDone, id), nil, nil, &res)
+func (c *Client) CommitUpload(ctx context.Context, id string) (*api.WriteResult, error) {
+	var res api.WriteResult
+	return &res, c.JSON(ctx, http.MethodPost, processPath(api.PathUploadDone, id), nil, nil, &res)
 }
 
 // AbortUpload drops an upload and its partial data.
 func (c *Client) AbortUpload(ctx context.Context, id string) error {
-	return c.JSON(ctx, http.MethodDelete, processPath(PathUpload, id), nil, nil, nil)
+	return c.JSON(ctx, http.MethodDelete, processPath(api.PathUpload, id), nil, nil, nil)
 }
 
 // FileWatch is an open watch of a directory.
@@ -154,7 +155,7 @@ func (c *Client) Watch(ctx context.Context, path string, recursive bool) (*FileW
 	if recursive {
 		q.Set("recursive", "true")
 	}
-	conn, err := c.DialWebSocket(ctx, PathFileWatch, q)
+	conn, err := c.DialWebSocket(ctx, api.PathFileWatch, q)
 	if err != nil {
 		return nil, err
 	}
@@ -162,10 +163,10 @@ func (c *Client) Watch(ctx context.Context, path string, recursive bool) (*FileW
 }
 
 // Next returns the next event.
-func (w *FileWatch) Next() (*WatchEvent, error) {
-	var ev WatchEvent
+func (w *FileWatch) Next() (*api.WatchEvent, error) {
+	var ev api.WatchEvent
 	if err := w.conn.ReadJSON(&ev); err != nil {
-		return nil, Errorf(KindEnv, "file watch: %w", err)
+		return nil, api.Errorf(api.KindEnv, "file watch: %w", err)
 	}
 	return &ev, nil
 }
