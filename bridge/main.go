@@ -25,6 +25,7 @@ import (
 	"github.com/trycua/cua-spacesd/bridge/mcp"
 	"github.com/trycua/cua-spacesd/bridge/registry"
 	"github.com/trycua/cua-spacesd/bridge/tools"
+	"github.com/trycua/cua-spacesd/internal/loopback"
 )
 
 var version = "dev"
@@ -141,7 +142,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "cua-bridge serve:", err)
 		return 1
 	}
-	h := b.HTTPHandler(mcp.HTTPOptions{Token: token, Loopback: mcp.IsLoopbackAddr(ln.Addr().String())})
+	h := b.HTTPHandler(mcp.HTTPOptions{Token: token, Loopback: loopback.Addr(ln.Addr().String())})
 	// The token itself is never logged: only where to read it.
 	log.Info("serving MCP", "url", "http://"+ln.Addr().String()+mcp.MCPPath, "token_file", tf)
 	if err := mcp.Serve(ctx, ln, h, log); err != nil {

@@ -14,10 +14,10 @@ bench() { # bench PKG REGEX BENCHTIME
 }
 
 section "exec /bin/true: spacesd over HTTP on loopback (target median <= 2 ms) vs a direct fork/exec"
-bench ./spacesd/server 'ExecTrueHTTP|ForkExecTrue' 2000x
+bench ./spacesd/procsvc 'ExecTrueHTTP|ForkExecTrue' 2000x
 
 section "upload + sha256 verify of 256 MiB through spacesd (target >= 70 %) vs sha256sum + cp of the same size"
-COUNT=2 bench ./spacesd/server 'UploadVerify256MiB|Sha256sumPlusCp256MiB' 2x
+COUNT=2 bench ./spacesd/filesvc 'UploadVerify256MiB|Sha256sumPlusCp256MiB' 2x
 
 section "idle RSS of cua-spacesd (target <= 12 MB; the leanest peer idles at 12 MB, not measured here) and binary size"
 COUNT=1 bench ./spacesd 'IdleFootprint' 1x
@@ -25,7 +25,7 @@ ls -l bin/cua-spacesd | awk '{printf "bin/cua-spacesd %d bytes\n", $5}'
 
 section "space_bash true through cua-bridge MCP over streamable HTTP (target median <= 3 ms) vs direct spacesd exec, same run"
 COUNT=2 bench ./bridge/mcp 'MCPSpaceBashTrue' 1000x
-COUNT=2 bench ./spacesd/server 'ExecTrueHTTP' 1000x
+COUNT=2 bench ./spacesd/procsvc 'ExecTrueHTTP' 1000x
 
 section "1920x1080 screenshot as JPEG (target <= 25 ms) and PNG, and the raw capture they start from (Xvfb)"
 bench ./capabilities/desktop 'Screenshot' 1s

@@ -29,7 +29,7 @@ func BenchmarkIdleFootprint(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		tok := filepath.Join(b.TempDir(), "token")
 		os.WriteFile(tok, []byte("bench-token"), 0o600)
-		cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--token-file", tok, "--data-dir", b.TempDir(), "--display", "")
+		cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--token-file", tok, "--display", "")
 		cmd.Env = append(os.Environ(), "DISPLAY=")
 		stderr, _ := cmd.StderrPipe()
 		if err := cmd.Start(); err != nil {

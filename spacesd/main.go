@@ -22,6 +22,7 @@ import (
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
+	"github.com/trycua/cua-spacesd/spacesd/daemon"
 	"github.com/trycua/cua-spacesd/spacesd/doctor"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 )
@@ -66,7 +67,6 @@ func serve(args []string, stderr io.Writer) int {
 	tokenFile := fs.String("token-file", "", "file holding the bearer token; changes rotate it and end old sessions")
 	display := fs.String("display", os.Getenv("DISPLAY"), "X display for the desktop features")
 	xvfb := fs.Bool("xvfb", false, "without a display, start a private Xvfb + openbox for the desktop features")
-	dataDir := fs.String("data-dir", doctor.DefaultDataDir(), "directory for the daemon's own state")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -100,7 +100,7 @@ func serve(args []string, stderr io.Writer) int {
 		*display = v.Display()
 		log.Info("started a virtual display", "display", *display)
 	}
-	srv, err := server.New(server.Config{Version: version, Auth: auth, Logger: log, Display: *display, DataDir: *dataDir})
+	srv, err := daemon.New(daemon.Options{Version: version, Auth: auth, Logger: log, Display: *display})
 	if err != nil {
 		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
 		return 1

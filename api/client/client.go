@@ -182,7 +182,9 @@ func (c *Client) DoRequest(req *http.Request, contentType string) (*http.Respons
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
-	if contentType != "" && req.Body != nil {
+	// A route that takes a body declares its type even when the body is
+	// empty (an upload's commit): the daemon refuses requests without it.
+	if contentType != "" && (req.Body != nil || req.Method == http.MethodPost || req.Method == http.MethodPut) {
 		req.Header.Set("Content-Type", contentType)
 	}
 	resp, err := c.http.Do(req)

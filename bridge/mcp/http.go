@@ -10,12 +10,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/trycua/cua-spacesd/internal/loopback"
 )
 
 // HTTP bounds. No deadline covers a whole request: a tool call may run for
@@ -50,7 +50,7 @@ func (b *Bridge) HTTPHandler(o HTTPOptions) http.Handler {
 	want := sha256.Sum256([]byte(o.Token))
 	mux := http.NewServeMux()
 	mux.HandleFunc(MCPPath, func(w http.ResponseWriter, r *http.Request) {
-		if o.Loopback && (!loopbackHost(r.Host) || !loopbackOrigin(r.Header.Get("Origin"))) {
+		if o.Loopback && (!loopback.Host(r.Host) || !loopbackOrigin(r.Header.Get("Origin"))) {
 			http.Error(w, "forbidden: Origin and Host must be loopback for a loopback bridge", http.StatusForbidden)
 			return
 		}
@@ -98,43 +98,8 @@ func bearer(r *http.Request) string {
 	return ""
 }
 
-func loopbackHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	return isLoopbackName(host)
-}
-
 // loopbackOrigin accepts no Origin (a non-browser client) or a loopback one.
-func loopbackOrigin(origin string) bool {
-	if origin == "" {
-		return true
-	}
-	u, err := url.Parse(origin)
-	if err != nil {
-		return false
-	}
-	return isLoopbackName(u.Hostname())
-}
-
-func isLoopbackName(host string) bool {
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// IsLoopbackAddr reports whether a listen address binds loopback only.
-func IsLoopbackAddr(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	return isLoopbackName(host)
-}
+func loopbackOrigin(origin string) bool { return origin == "" || loopback.Origin(origin) }
 
 // Serve serves h on ln until ctx ends, then shuts down gracefully.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger) error {

@@ -53,7 +53,7 @@ func BenchmarkInputLatency(b *testing.B) {
 	if _, err := d.Windows(ctx, ""); err != nil { // connect before the client (see desktopDaemon)
 		b.Fatal(err)
 	}
-	xc := newXClient(b, display, "latency", 300, 300, nil)
+	xc := desktoptest.NewXClient(b, display, "latency", 300, 300, nil)
 	var win api.Window
 	for win.WindowID == 0 {
 		ws, _ := d.Windows(ctx, "latency")
@@ -67,7 +67,7 @@ func BenchmarkInputLatency(b *testing.B) {
 		if _, err := d.Click(ctx, api.ClickRequest{X: 10, Y: 10, Pointer: api.Pointer{WindowID: win.WindowID}}); err != nil {
 			b.Fatal(err)
 		}
-		next[xproto.ButtonPressEvent](b, xc, 10*time.Second)
+		desktoptest.Next[xproto.ButtonPressEvent](b, xc, 10*time.Second)
 		total += time.Since(start)
 	}
 	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "ms/op")

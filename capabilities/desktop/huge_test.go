@@ -24,10 +24,10 @@ func TestHugeWindowScreenshot(t *testing.T) {
 	if _, err := d.Windows(ctx, ""); err != nil { // connect before the test client (see desktopDaemon)
 		t.Fatal(err)
 	}
-	title := randomWord(t)
-	newXClient(t, display, title, 200, 200, []fill{red, green, blue, white})
+	title := desktoptest.RandomWord(t)
+	desktoptest.NewXClient(t, display, title, 200, 200, []desktoptest.Fill{desktoptest.Red, desktoptest.Green, desktoptest.Blue, desktoptest.White})
 	var win api.Window
-	eventually(t, "window "+title+" listed", func() bool {
+	desktoptest.Eventually(t, "window "+title+" listed", func() bool {
 		ws, err := d.Windows(ctx, title)
 		if err != nil || len(ws) != 1 || !ws[0].OnScreen {
 			return false
@@ -36,7 +36,7 @@ func TestHugeWindowScreenshot(t *testing.T) {
 		return true
 	})
 	side := 32767
-	eventually(t, "the window resized to 32767x32767", func() bool {
+	desktoptest.Eventually(t, "the window resized to 32767x32767", func() bool {
 		w, err := d.SetWindowGeometry(ctx, win.WindowID, api.GeometryRequest{Width: &side, Height: &side})
 		if err != nil {
 			t.Fatalf("resize: %v", err)

@@ -15,7 +15,7 @@ import (
 // child, a member of the launched process group, and the wait must find
 // it, whether the launcher stays or exits at once.
 func TestLaunchWaitsForForkedWindow(t *testing.T) {
-	requireTool(t, "xterm")
+	desktoptest.Require(t, "xterm")
 	display := desktoptest.Start(t, desktoptest.Options{Size: "800x600"})
 	d := desktop.New(desktop.Options{Display: display})
 	t.Cleanup(d.Close)
@@ -25,7 +25,7 @@ func TestLaunchWaitsForForkedWindow(t *testing.T) {
 		{"launcher exits", "xterm -T %s -e sleep 600 &"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			title := randomWord(t)
+			title := desktoptest.RandomWord(t)
 			res, err := d.LaunchApp(ctx, api.LaunchRequest{
 				Shell: strings.Replace(tc.shell, "%s", title, 1), WaitForWindow: true, TimeoutMS: 60_000,
 			})

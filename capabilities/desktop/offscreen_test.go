@@ -31,10 +31,10 @@ func TestPartlyOffScreenWindow(t *testing.T) {
 			if _, err := d.Windows(ctx, ""); err != nil { // connect before the test client (see desktopDaemon)
 				t.Fatal(err)
 			}
-			title := randomWord(t)
-			xc := newXClient(t, display, title, 200, 200, []fill{red, green, blue, white})
+			title := desktoptest.RandomWord(t)
+			xc := desktoptest.NewXClient(t, display, title, 200, 200, []desktoptest.Fill{desktoptest.Red, desktoptest.Green, desktoptest.Blue, desktoptest.White})
 			var win api.Window
-			eventually(t, "window "+title+" listed", func() bool {
+			desktoptest.Eventually(t, "window "+title+" listed", func() bool {
 				ws, err := d.Windows(ctx, title)
 				if err != nil || len(ws) != 1 || !ws[0].OnScreen {
 					return false
@@ -48,7 +48,7 @@ func TestPartlyOffScreenWindow(t *testing.T) {
 			}
 			// The visible corner is the white quarter: window (150..199, 120..199).
 			var info api.ScreenshotInfo
-			eventually(t, "the window's visible corner captured", func() bool {
+			desktoptest.Eventually(t, "the window's visible corner captured", func() bool {
 				img, bounds, err := d.Capture(ctx, win.WindowID)
 				if err != nil {
 					t.Fatalf("capture: %v", err)
@@ -57,14 +57,14 @@ func TestPartlyOffScreenWindow(t *testing.T) {
 				px, py := 175-(bounds.X-x), 160-(bounds.Y-y)
 				return img.At(px, py) == color.RGBA{0xff, 0xff, 0xff, 0xff}
 			})
-			xc.drain()
+			xc.Drain()
 			// Window point (175, 160) in the screenshot's pixels.
 			px, py := float64(175-(info.Bounds.X-x)), float64(160-(info.Bounds.Y-y))
 			res, err := d.Click(ctx, api.ClickRequest{X: px, Y: py, Pointer: api.Pointer{WindowID: win.WindowID}})
 			if err != nil {
 				t.Fatalf("click at screenshot pixel (%v, %v) of a window with bounds %+v: %v", px, py, info.Bounds, err)
 			}
-			ev := next[xproto.ButtonPressEvent](t, xc, eventTimeout)
+			ev := desktoptest.Next[xproto.ButtonPressEvent](t, xc, desktoptest.EventTimeout)
 			if ev.EventX != 175 || ev.EventY != 160 || res.X != 25 || res.Y != 40 {
 				t.Fatalf("click at window point (175, 160): the window got (%d, %d), answer %+v", ev.EventX, ev.EventY, res)
 			}

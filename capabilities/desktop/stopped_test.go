@@ -19,7 +19,7 @@ import (
 const shortWait = 200 * time.Millisecond
 
 // answered runs call and fails the test when it does not return within
-// eventTimeout (a liveness bound, not a performance assertion: without the
+// desktoptest.EventTimeout (a liveness bound, not a performance assertion: without the
 // reply deadlines these calls never return).
 func answered(t *testing.T, what string, call func() error) error {
 	t.Helper()
@@ -28,8 +28,8 @@ func answered(t *testing.T, what string, call func() error) error {
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(eventTimeout):
-		t.Fatalf("%s did not return within %s with the X server stopped", what, eventTimeout)
+	case <-time.After(desktoptest.EventTimeout):
+		t.Fatalf("%s did not return within %s with the X server stopped", what, desktoptest.EventTimeout)
 		return nil
 	}
 }
@@ -133,8 +133,8 @@ func TestStoppedServer(t *testing.T) {
 	}
 	for _, c := range calls {
 		var err error
-		eventually(t, c.name+" working again after SIGCONT", func() bool {
-			cctx, cancel := context.WithTimeout(ctx, eventTimeout)
+		desktoptest.Eventually(t, c.name+" working again after SIGCONT", func() bool {
+			cctx, cancel := context.WithTimeout(ctx, desktoptest.EventTimeout)
 			defer cancel()
 			err = c.call(cctx)
 			return err == nil

@@ -26,7 +26,7 @@ func TestDoctorDisplayOnXvfb(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			display := desktoptest.Start(t, tt.opts)
 			var out, errb bytes.Buffer
-			doctor.Main([]string{"--json", "--data-dir", t.TempDir(), "--display", display}, &out, &errb, "test")
+			doctor.Main([]string{"--json", "--display", display}, &out, &errb, "test")
 			var rep doctor.Report
 			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 				t.Fatalf("%v: %s %s", err, out.String(), errb.String())

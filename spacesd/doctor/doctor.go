@@ -12,14 +12,13 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
+	"github.com/trycua/cua-spacesd/capabilities/process"
 )
 
 // Disk thresholds: below warnFreeBytes transfers may fail; below
@@ -59,7 +58,6 @@ type Report struct {
 // Options say what to check.
 type Options struct {
 	TokenFile string
-	DataDir   string
 	Display   string
 	RelayURL  string
 }
@@ -73,7 +71,6 @@ type Check struct {
 // Checks are the default checks, in report order.
 var Checks = []Check{
 	{"token file", checkTokenFile},
-	{"data dir", checkDataDir},
 	{"disk space", checkDisk},
 	{"shell", checkShell},
 	{"pty", checkPTY},
@@ -105,7 +102,6 @@ func Main(args []string, stdout, stderr io.Writer, version string) int {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	var o Options
 	fs.StringVar(&o.TokenFile, "token-file", "", "token file the daemon will use")
-	fs.StringVar(&o.DataDir, "data-dir", DefaultDataDir(), "the daemon's data directory")
 	fs.StringVar(&o.Display, "display", os.Getenv("DISPLAY"), "X display for the desktop features")
 	fs.StringVar(&o.RelayURL, "relay", os.Getenv("CUA_RELAY_URL"), "relay URL to check reachability of")
 	if err := fs.Parse(args); err != nil {
@@ -148,17 +144,6 @@ func WriteHuman(w io.Writer, rep Report) {
 	}
 }
 
-// DefaultDataDir is where the daemon keeps its state unless told otherwise.
-func DefaultDataDir() string {
-	if os.Geteuid() == 0 {
-		return "/var/lib/cua-spacesd"
-	}
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "cua-spacesd")
-	}
-	return filepath.Join(os.TempDir(), "cua-spacesd")
-}
-
 func checkTokenFile(_ context.Context, o Options) Result {
 	if o.TokenFile == "" {
 		return Result{Status: Warn, Detail: "no --token-file given: the daemon will only serve loopback without a token",
@@ -182,25 +167,10 @@ func checkTokenFile(_ context.Context, o Options) Result {
 	return Result{Status: Pass, Detail: o.TokenFile + " holds a token, mode " + fmt.Sprintf("%04o", fi.Mode().Perm())}
 }
 
-func checkDataDir(_ context.Context, o Options) Result {
-	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
-		return Result{Status: Fail, Detail: err.Error(), Fix: "create " + o.DataDir + " writable by the daemon's user, or pass --data-dir"}
-	}
-	f, err := os.CreateTemp(o.DataDir, ".doctor-*")
-	if err != nil {
-		return Result{Status: Fail, Detail: "cannot write in " + o.DataDir + ": " + err.Error(), Fix: "make it writable by the daemon's user"}
-	}
-	name := f.Name()
-	f.Close()
-	os.Remove(name)
-	return Result{Status: Pass, Detail: o.DataDir + " is writable"}
-}
-
-func checkDisk(_ context.Context, o Options) Result {
-	dir := o.DataDir
-	if _, err := os.Stat(dir); err != nil {
-		dir = os.TempDir()
-	}
+// checkDisk looks at the root file system: writes and uploads go
+// anywhere, and a full root breaks most of the guest besides.
+func checkDisk(_ context.Context, _ Options) Result {
+	const dir = "/"
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return Result{Status: Fail, Detail: "statfs " + dir + ": " + err.Error()}
@@ -224,16 +194,13 @@ func checkShell(ctx context.Context, _ Options) Result {
 	return Result{Status: Pass, Detail: "/bin/sh runs commands"}
 }
 
+// checkPTY asks the probe the daemon's pty feature uses.
 func checkPTY(_ context.Context, _ Options) Result {
-	ptm, tty, err := pty.Open()
-	if err != nil {
-		return Result{Status: Fail, Detail: "cannot open a pseudo-terminal: " + err.Error(),
+	if st := process.ProbePTY(); !st.Supported {
+		return Result{Status: Fail, Detail: st.Limitation,
 			Fix: "mount devpts at /dev/pts (containers: --privileged is not needed, only /dev/pts and /dev/ptmx)"}
 	}
-	name := tty.Name()
-	tty.Close()
-	ptm.Close()
-	return Result{Status: Pass, Detail: "opened " + name}
+	return Result{Status: Pass, Detail: "a pseudo-terminal opens"}
 }
 
 // checkDisplay connects to the X server and reports the extensions the

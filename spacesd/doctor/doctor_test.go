@@ -33,7 +33,7 @@ func TestDoctorJSON(t *testing.T) {
 		wantCode int
 		want     map[string]doctor.Status
 	}{
-		{"good token, no display", 0o600, "", 0, map[string]doctor.Status{"token file": doctor.Pass, "display": doctor.Warn, "shell": doctor.Pass, "pty": doctor.Pass, "data dir": doctor.Pass}},
+		{"good token, no display", 0o600, "", 0, map[string]doctor.Status{"token file": doctor.Pass, "display": doctor.Warn, "shell": doctor.Pass, "pty": doctor.Pass}},
 		{"world-readable token", 0o644, "", 1, map[string]doctor.Status{"token file": doctor.Fail}},
 		{"display refuses", 0o600, ":93", 1, map[string]doctor.Status{"display": doctor.Fail}},
 		{"display malformed", 0o600, "nonsense", 1, map[string]doctor.Status{"display": doctor.Fail}},
@@ -42,7 +42,7 @@ func TestDoctorJSON(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			os.Chmod(tok, tt.mode)
 			var out, errb bytes.Buffer
-			code := doctor.Main([]string{"--json", "--token-file", tok, "--data-dir", filepath.Join(dir, "data"), "--display", tt.display}, &out, &errb, "test")
+			code := doctor.Main([]string{"--json", "--token-file", tok, "--display", tt.display}, &out, &errb, "test")
 			if code != tt.wantCode {
 				t.Fatalf("exit %d, want %d; %s %s", code, tt.wantCode, out.String(), errb.String())
 			}
@@ -67,7 +67,7 @@ func TestDoctorJSON(t *testing.T) {
 
 func TestDoctorHumanAndUsage(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := doctor.Main([]string{"--data-dir", t.TempDir()}, &out, &errb, "test")
+	code := doctor.Main([]string{}, &out, &errb, "test")
 	if code != 0 || !strings.Contains(out.String(), "PASS  shell") {
 		t.Fatalf("exit %d:\n%s%s", code, out.String(), errb.String())
 	}

@@ -20,11 +20,9 @@ type metrics struct {
 	requests map[requestKey]uint64
 	latency  map[string]*histogram
 
-	// Counters the capability groups add to.
-	BytesIn          atomic.Int64
-	BytesOut         atomic.Int64
-	ProcessesStarted atomic.Int64
-	gauges           map[string]func() float64
+	// counters and gauges are the services' own (see Metrics).
+	counters map[string]*atomic.Int64
+	gauges   map[string]func() float64
 }
 
 type requestKey struct {
@@ -39,7 +37,25 @@ type histogram struct {
 }
 
 func newMetrics() *metrics {
-	return &metrics{requests: map[requestKey]uint64{}, latency: map[string]*histogram{}, gauges: map[string]func() float64{}}
+	m := &metrics{requests: map[requestKey]uint64{}, latency: map[string]*histogram{},
+		counters: map[string]*atomic.Int64{}, gauges: map[string]func() float64{}}
+	// Listed from the start, so a scrape shows them at zero.
+	for _, name := range []string{MetricBytesIn, MetricBytesOut, MetricProcessesStarted} {
+		m.Counter(name)
+	}
+	return m
+}
+
+// Counter returns the counter of that name, made on first use.
+func (m *metrics) Counter(name string) Counter {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.counters[name]
+	if c == nil {
+		c = new(atomic.Int64)
+		m.counters[name] = c
+	}
+	return c
 }
 
 func (m *metrics) observe(route string, status int, d time.Duration) {
@@ -58,8 +74,8 @@ func (m *metrics) observe(route string, status int, d time.Duration) {
 	h.n++
 }
 
-// gauge registers a value read at scrape time.
-func (m *metrics) gauge(name string, f func() float64) {
+// Gauge registers a value read at scrape time.
+func (m *metrics) Gauge(name string, f func() float64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.gauges[name] = f
@@ -100,13 +116,15 @@ func (m *metrics) write(w io.Writer) {
 		fmt.Fprintf(w, "cua_spacesd_request_duration_seconds_sum{route=%q} %g\n", r, h.sum)
 		fmt.Fprintf(w, "cua_spacesd_request_duration_seconds_count{route=%q} %d\n", r, h.n)
 	}
-	fmt.Fprintln(w, "# TYPE cua_spacesd_bytes_in_total counter")
-	fmt.Fprintf(w, "cua_spacesd_bytes_in_total %d\n", m.BytesIn.Load())
-	fmt.Fprintln(w, "# TYPE cua_spacesd_bytes_out_total counter")
-	fmt.Fprintf(w, "cua_spacesd_bytes_out_total %d\n", m.BytesOut.Load())
-	fmt.Fprintln(w, "# TYPE cua_spacesd_processes_started_total counter")
-	fmt.Fprintf(w, "cua_spacesd_processes_started_total %d\n", m.ProcessesStarted.Load())
-	names := make([]string, 0, len(m.gauges))
+	names := make([]string, 0, len(m.counters))
+	for n := range m.counters {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "# TYPE %s counter\n%s %d\n", n, n, m.counters[n].Load())
+	}
+	names = names[:0]
 	for n := range m.gauges {
 		names = append(names, n)
 	}

@@ -1,22 +1,28 @@
 // Package server is cua-spacesd's HTTP surface: the route table, auth,
-// feature gating, logging and metrics. Each capability lives in its own
-// package under capabilities/; the handlers here only adapt HTTP to them.
+// browser checks, feature gating, logging and metrics. It mounts Services
+// (see service.go) and knows none of them: each capability's routes live in
+// its own service package, and spacesd/daemon chooses the set.
 package server
 
 import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/internal/loopback"
+	"github.com/trycua/cua-spacesd/spacesd/httpapi"
 )
 
 // Shutdown budgets: graceful lets running requests finish, then hard closes.
@@ -32,26 +38,24 @@ type Config struct {
 	// Auth decides who may call; nil means no token (loopback only).
 	Auth   *Auth
 	Logger *slog.Logger
-	// Display is the X display the desktop features use ("" = none).
+	// Display is the X display the desktop uses ("" = none), reported in
+	// the capabilities.
 	Display string
-	// DataDir holds the daemon's own state.
-	DataDir string
+	// Services are mounted in this order and closed in the reverse one.
+	Services []NewService
 }
-
-// Prober reports the current status of one feature.
-type Prober func(ctx context.Context) api.FeatureStatus
 
 // Server is one cua-spacesd HTTP surface.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	auth    *Auth
-	metrics *metrics
-	routes  []route
-	mux     *http.ServeMux
-	groups  []group
+	cfg      Config
+	log      *slog.Logger
+	auth     *Auth
+	metrics  *metrics
+	routes   []Route
+	mux      *http.ServeMux
+	services []Service
 
-	probes map[api.Feature]Prober
+	probes map[api.Feature]Probe
 
 	capsMu    sync.Mutex
 	caps      *api.Capabilities
@@ -64,17 +68,7 @@ type Server struct {
 	endStreams context.CancelFunc
 }
 
-// route is one row of the route table. Every route the daemon serves is
-// here, and docs/api.md documents each one (a test compares the two).
-type route struct {
-	method  string
-	path    string
-	feature api.Feature // required feature; "" for none
-	public  bool        // no token needed (GET /health only)
-	handler http.HandlerFunc
-}
-
-// New builds a Server and its route table.
+// New builds a Server from its services and checks the route table.
 func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -87,66 +81,66 @@ func New(cfg Config) (*Server, error) {
 		log:     cfg.Logger,
 		auth:    cfg.Auth,
 		metrics: newMetrics(),
-		probes:  map[api.Feature]Prober{},
+		probes:  map[api.Feature]Probe{},
 	}
 	s.streams, s.endStreams = context.WithCancel(context.Background())
-	for _, newGroup := range []func(*Server) (group, error){newProcessGroup, newFileGroup, newDesktopGroup} {
-		g, err := newGroup(s)
+	host := Host{Log: s.log, Metrics: s.metrics, Feature: s.featureStatus}
+	s.routes = s.systemRoutes()
+	for _, newService := range cfg.Services {
+		svc, err := newService(host)
 		if err != nil {
-			s.closeGroups()
+			s.closeServices()
 			return nil, err
 		}
-		s.groups = append(s.groups, g)
-		for f, p := range g.probes() {
+		s.services = append(s.services, svc)
+		for f, p := range svc.Features() {
+			if _, dup := s.probes[f]; dup {
+				s.closeServices()
+				return nil, fmt.Errorf("two services probe the feature %s", f)
+			}
 			s.probes[f] = p
 		}
+		s.routes = append(s.routes, svc.Routes()...)
 	}
-	s.routes = s.routeTable()
 	s.mux = http.NewServeMux()
+	seen := map[string]bool{}
 	for _, rt := range s.routes {
-		s.mux.Handle(rt.method+" "+rt.path, s.wrap(rt))
+		pattern := rt.Method + " " + rt.Path
+		if seen[pattern] {
+			s.closeServices()
+			return nil, fmt.Errorf("the route %s is served twice", pattern)
+		}
+		seen[pattern] = true
+		s.mux.Handle(pattern, s.wrap(rt))
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// Unknown routes answer in our envelope too, but only to a caller
 		// with the token: without it every route is a 401.
-		if _, ok := s.authenticate(r); !ok {
-			writeError(w, errUnauthenticated)
+		if err := s.checkBrowser(r); err != nil {
+			httpapi.WriteError(w, err)
 			return
 		}
-		writeError(w, api.Errorf(api.KindNotFound, "no route %s %s", r.Method, r.URL.Path))
+		if _, ok := s.authenticate(r); !ok {
+			httpapi.WriteError(w, errUnauthenticated)
+			return
+		}
+		httpapi.WriteError(w, api.Errorf(api.KindNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
 	return s, nil
 }
 
-// group is one capability's share of the daemon: its routes, the probes of
-// its features, its limits, and what to stop at shutdown.
-type group interface {
-	routes() []route
-	probes() map[api.Feature]Prober
-	limits(*api.Limits)
-	close()
-}
-
-// routeTable lists every route: the system ones here, each capability's in
-// its group's file.
-func (s *Server) routeTable() []route {
-	rs := s.systemRoutes()
-	for _, g := range s.groups {
-		rs = append(rs, g.routes()...)
-	}
-	return rs
-}
-
-func (s *Server) closeGroups() {
-	for _, g := range s.groups {
-		g.close()
+// closeServices is the hard stop of every service, in reverse order: a
+// service may use one mounted before it until it is closed itself.
+func (s *Server) closeServices() {
+	for _, svc := range slices.Backward(s.services) {
+		svc.Close()
 	}
 }
 
 func (s *Server) limits() api.Limits {
-	l := api.Limits{MaxJSONBodyBytes: MaxJSONBodyBytes}
-	for _, g := range s.groups {
-		g.limits(&l)
+	l := api.Limits{MaxJSONBodyBytes: httpapi.MaxJSONBodyBytes}
+	for _, svc := range s.services {
+		svc.Limits(&l)
 	}
 	return l
 }
@@ -155,16 +149,13 @@ func (s *Server) limits() api.Limits {
 func (s *Server) Routes() []string {
 	out := make([]string, 0, len(s.routes))
 	for _, rt := range s.routes {
-		out = append(out, rt.method+" "+rt.path)
+		out = append(out, rt.Method+" "+rt.Path)
 	}
 	return out
 }
 
 // Handler is the daemon's whole HTTP handler.
 func (s *Server) Handler() http.Handler { return s.mux }
-
-// RegisterProbe sets how a feature's status is found.
-func (s *Server) RegisterProbe(f api.Feature, p Prober) { s.probes[f] = p }
 
 var errUnauthenticated = api.Errorf(api.KindUnauthenticated,
 	"missing or wrong bearer token").WithHint("send Authorization: Bearer <token> with the Space's current token")
@@ -179,10 +170,47 @@ func (s *Server) authenticate(r *http.Request) (uint64, bool) {
 	return s.auth.Check(strings.TrimSpace(tok))
 }
 
-// wrap adds auth, feature gating, the session bound to the token, one log
-// line and metrics around a route's handler.
-func (s *Server) wrap(rt route) http.Handler {
-	label := rt.method + " " + rt.path
+// checkBrowser refuses what a web page could make a browser send: without
+// a token, a Host that is not a loopback name (a DNS-rebinding page, whose
+// name now points at 127.0.0.1); and, token or not, an Origin other than
+// the daemon's own. Clients that are no browser send no Origin.
+func (s *Server) checkBrowser(r *http.Request) error {
+	if !s.auth.Required() && !loopback.Host(r.Host) {
+		return api.Errorf(api.KindForbidden,
+			"Host %q is not a loopback name: a cua-spacesd without a token answers only to localhost and loopback addresses", r.Host).
+			WithHint("reach the daemon as 127.0.0.1 or localhost, or give it a token (--token-file)")
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && !loopback.SameOrigin(origin, r.Host, r.TLS != nil) {
+		return api.Errorf(api.KindForbidden,
+			"requests from the web page %q are refused: only the daemon's own pages may call it from a browser", origin).
+			WithHint("call the daemon from a program (no Origin header), or through cua-bridge")
+	}
+	return nil
+}
+
+// checkBody refuses a request whose declared content type is not the
+// route's: a JSON route takes application/json, a bulk route
+// application/octet-stream, even with an empty body. Neither can be sent to
+// another origin by a web page without a CORS pre-check, which the daemon
+// never grants.
+func checkBody(r *http.Request, want string) error {
+	ct := r.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil && strings.EqualFold(mt, want) {
+		return nil
+	}
+	if ct == "" {
+		ct = "none"
+	}
+	return api.Errorf(api.KindInvalidArgument, "%s %s takes Content-Type %s, got %s", r.Method, r.URL.Path, want, ct).
+		WithCause(httpapi.ErrUnsupportedMediaType)
+}
+
+// wrap adds the browser checks, auth, the session bound to the token, the
+// body's content type, feature gating, one log line and metrics around a
+// route's handler.
+func (s *Server) wrap(rt Route) http.Handler {
+	label := rt.Method + " " + rt.Path
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK, shutdown: s.streams}
@@ -193,10 +221,14 @@ func (s *Server) wrap(rt route) http.Handler {
 				slog.String("route", label), slog.Int("status", rec.status),
 				slog.String("kind", string(rec.kind)), slog.Duration("duration", d))
 		}()
-		if !rt.public {
+		if err := s.checkBrowser(r); err != nil {
+			refuse(rec, r, err)
+			return
+		}
+		if !rt.Public {
 			gen, ok := s.authenticate(r)
 			if !ok {
-				writeError(rec, errUnauthenticated)
+				refuse(rec, r, errUnauthenticated)
 				return
 			}
 			ctx, release := s.auth.Session(r.Context(), gen)
@@ -207,14 +239,31 @@ func (s *Server) wrap(rt route) http.Handler {
 			rec.endStream = release
 			r = r.WithContext(ctx)
 		}
-		if rt.feature != "" {
-			if st := s.featureStatus(r.Context(), rt.feature); !st.Supported {
-				writeError(rec, api.CapabilityMissing(rt.feature, st.Limitation))
+		if rt.Body != "" {
+			if err := checkBody(r, rt.Body); err != nil {
+				refuse(rec, r, err)
 				return
 			}
 		}
-		rt.handler(rec, r)
+		if rt.Feature != "" {
+			if st := s.featureStatus(r.Context(), rt.Feature); !st.Supported {
+				refuse(rec, r, api.CapabilityMissing(rt.Feature, st.Limitation))
+				return
+			}
+		}
+		rt.Handler(rec, r)
 	})
+}
+
+// refuse answers a request before its handler ran. A body it carries is
+// not wanted, so the connection closes after the answer: otherwise the
+// server would read the body to its end first, and a client that stalls
+// mid-body would never get the answer.
+func refuse(w http.ResponseWriter, r *http.Request, err error) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+	}
+	httpapi.WriteError(w, err)
 }
 
 func (s *Server) featureStatus(ctx context.Context, f api.Feature) api.FeatureStatus {
@@ -256,7 +305,7 @@ func (s *Server) Capabilities(ctx context.Context) *api.Capabilities {
 }
 
 // Serve serves on ln until ctx ends, then shuts down: gracefully for up to
-// GracefulShutdownTimeout, then hard (connections closed, children killed).
+// GracefulShutdownTimeout, then hard (connections closed, services closed).
 // Gracefully means that running requests finish with their answers (their
 // contexts stay live) while streams end at once.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
@@ -279,7 +328,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
-		s.closeGroups()
+		s.closeServices()
 		return err
 	case <-ctx.Done():
 	}
@@ -291,7 +340,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		_ = srv.Close()
 	}
 	hardStop()
-	s.closeGroups()
+	s.closeServices()
 	if errors.Is(err, context.DeadlineExceeded) {
 		s.log.Warn("graceful shutdown ran out of time; connections closed")
 		return nil
@@ -312,6 +361,9 @@ type recorder struct {
 	endStream func()
 	unlink    func() bool
 }
+
+// RecordKind is how httpapi.WriteError tells the log line the error's kind.
+func (r *recorder) RecordKind(k api.Kind) { r.kind = k }
 
 func (r *recorder) stopStream() {
 	if r.unlink != nil {

@@ -5,26 +5,28 @@ import (
 	"net/http"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/spacesd/httpapi"
 )
 
-func (s *Server) systemRoutes() []route {
-	return []route{
-		{method: http.MethodGet, path: "/health", public: true, handler: s.handleHealth},
-		{method: http.MethodGet, path: "/v1/capabilities", handler: s.handleCapabilities},
-		{method: http.MethodGet, path: "/metrics", handler: s.handleMetrics},
+// systemRoutes are the daemon's own routes, whatever its services.
+func (s *Server) systemRoutes() []Route {
+	return []Route{
+		{Method: http.MethodGet, Path: "/health", Public: true, Handler: s.handleHealth},
+		{Method: http.MethodGet, Path: "/v1/capabilities", Handler: s.handleCapabilities},
+		{Method: http.MethodGet, Path: "/metrics", Handler: s.handleMetrics},
 	}
 }
 
 // handleHealth names the daemon without auth, so a client can tell "no
 // spacesd here" from "wrong token". It reveals nothing else.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, api.Health{
+	httpapi.WriteJSON(w, http.StatusOK, api.Health{
 		Daemon: api.DaemonName, Version: s.cfg.Version, Protocol: api.ProtocolVersion, Status: "ok",
 	})
 }
 
 func (s *Server) handleCapabilities(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.Capabilities(r.Context()))
+	httpapi.WriteJSON(w, http.StatusOK, s.Capabilities(r.Context()))
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/trycua/cua-spacesd/api/client"
+	"github.com/trycua/cua-spacesd/spacesd/daemon"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 )
 
@@ -27,6 +28,8 @@ type Daemon struct {
 type Options struct {
 	// Auth replaces the default fixed random token (e.g. a file-backed one).
 	Auth *server.Auth
+	// NoToken serves without a token, as a daemon bound to loopback may.
+	NoToken bool
 	// Display is the X display for the desktop features ("" = none).
 	Display string
 	// Logger receives the daemon's logs; default discards them.
@@ -50,12 +53,14 @@ func Start(t testing.TB, opts Options) *Daemon {
 	tok := ""
 	auth := opts.Auth
 	if auth == nil {
-		tok = Token()
+		if !opts.NoToken {
+			tok = Token()
+		}
 		auth = server.NewAuth(tok, log)
 	}
-	srv, err := server.New(server.Config{Version: "test", Auth: auth, Logger: log, Display: opts.Display, DataDir: t.TempDir()})
+	srv, err := daemon.New(daemon.Options{Version: "test", Auth: auth, Logger: log, Display: opts.Display})
 	if err != nil {
-		t.Fatalf("server.New: %v", err)
+		t.Fatalf("daemon.New: %v", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -148,7 +148,7 @@ export async function startSpacesd(procs, { display } = {}) {
   const env = display ? childEnv({ DISPLAY: display }) : childEnv({}, ['DISPLAY', 'WAYLAND_DISPLAY']);
   const child = procs.spawn(
     spacesdBin,
-    ['serve', '--listen', `127.0.0.1:${port}`, '--token-file', tokenFile, '--data-dir', path.join(dir, 'data'), ...(display ? [] : ['--display', ''])],
+    ['serve', '--listen', `127.0.0.1:${port}`, '--token-file', tokenFile, ...(display ? [] : ['--display', ''])],
     { env },
   );
   const url = `http://127.0.0.1:${port}`;

@@ -1,4 +1,4 @@
-package server_test
+package procsvc_test
 
 import (
 	"testing"

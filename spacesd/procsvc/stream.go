@@ -1,4 +1,4 @@
-package server
+package procsvc
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/process"
+	"github.com/trycua/cua-spacesd/spacesd/httpapi"
 )
 
 // Limits of a process stream WebSocket.
@@ -39,25 +40,25 @@ var streamUpgrader = websocket.Upgrader{
 // handleStream serves a process's output as WebSocket events from the given
 // offsets, and applies the client's stdin, resize and signal messages:
 // GET /v1/processes/{id}/stream?stdout_offset=N&stderr_offset=M.
-func (g *processGroup) handleStream(w http.ResponseWriter, r *http.Request) {
-	outOff, err := queryInt(r, "stdout_offset", 0, 0, math.MaxInt64)
+func (s *Service) handleStream(w http.ResponseWriter, r *http.Request) {
+	outOff, err := httpapi.QueryInt(r, "stdout_offset", 0, 0, math.MaxInt64)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
-	errOff, err := queryInt(r, "stderr_offset", 0, 0, math.MaxInt64)
+	errOff, err := httpapi.QueryInt(r, "stderr_offset", 0, 0, math.MaxInt64)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
-	p, err := g.processByID(r)
+	p, err := s.processByID(r)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	sub, err := p.Subscribe(outOff, errOff)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	conn, err := streamUpgrader.Upgrade(w, r, nil)
@@ -69,7 +70,7 @@ func (g *processGroup) handleStream(w http.ResponseWriter, r *http.Request) {
 	// when the token is rotated: so does the stream.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	st := &procStream{g: g, p: p, conn: conn, cancel: cancel}
+	st := &procStream{s: s, p: p, conn: conn, cancel: cancel}
 
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -85,7 +86,7 @@ func (g *processGroup) handleStream(w http.ResponseWriter, r *http.Request) {
 // procStream is one open process stream. Writes come from two goroutines
 // (events, and errors of the client's messages), so they take writeMu.
 type procStream struct {
-	g       *processGroup
+	s       *Service
 	p       *process.Process
 	conn    *websocket.Conn
 	cancel  context.CancelFunc
@@ -123,7 +124,7 @@ func (st *procStream) writeEvents(ctx context.Context, sub *process.Subscriber) 
 			return
 		}
 		if ev.Type == "output" {
-			st.g.s.metrics.BytesOut.Add(int64(len(ev.Data)))
+			st.s.bytesOut.Add(int64(len(ev.Data)))
 		}
 	}
 }
@@ -158,7 +159,7 @@ func (st *procStream) apply(ctx context.Context, msg []byte) error {
 	switch in.Type {
 	case process.InputStdin:
 		n, err := st.p.WriteStdin(ctx, bytes.NewReader(in.Data), false)
-		st.g.s.metrics.BytesIn.Add(n)
+		st.s.bytesIn.Add(n)
 		return err
 	case process.InputCloseStdin:
 		return st.p.CloseStdin()

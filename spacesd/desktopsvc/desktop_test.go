@@ -1,10 +1,8 @@
-package desktop_test
+package desktopsvc_test
 
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"image"
 	"image/jpeg"
 	"image/png"
@@ -13,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jezek/xgb/xproto"
 
@@ -22,27 +19,6 @@ import (
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
-
-// eventTimeout bounds waits for effects on the display (a generous bound
-// for a loaded CI machine, not a performance assertion).
-const eventTimeout = 20 * time.Second
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(eventTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen within %s", what, eventTimeout)
-		}
-		time.Sleep(20 * time.Millisecond) // polling interval of the eventually loop
-	}
-}
-
-func randomWord(t *testing.T) string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return "cua" + hex.EncodeToString(b)
-}
 
 // desktopDaemon starts a display and a daemon on it.
 func desktopDaemon(t *testing.T) (string, *client.Client) {
@@ -58,15 +34,10 @@ func desktopDaemon(t *testing.T) (string, *client.Client) {
 	return display, d.Client
 }
 
-func requireTool(t *testing.T, tool string) {
-	t.Helper()
-	desktoptest.Require(t, tool)
-}
-
 // launchXterm starts an xterm running command and waits for its window.
 func launchXterm(t *testing.T, c *client.Client, command string) api.Window {
 	t.Helper()
-	requireTool(t, "xterm")
+	desktoptest.Require(t, "xterm")
 	ctx := t.Context()
 	res, err := c.LaunchApp(ctx, api.LaunchRequest{
 		Argv:          []string{"xterm", "-u8", "-e", "/bin/sh", "-c", command},
@@ -111,14 +82,14 @@ func TestXtermTypeAndReturn(t *testing.T) {
 		t.Fatalf("xterm window %d not in the list %+v", win.WindowID, list)
 	}
 
-	word := randomWord(t)
+	word := desktoptest.RandomWord(t)
 	if _, err := c.Type(ctx, "echo "+word+" > "+out); err != nil {
 		t.Fatalf("type: %v", err)
 	}
 	if _, err := c.Key(ctx, "Return"); err != nil {
 		t.Fatalf("key: %v", err)
 	}
-	eventually(t, "the shell writing "+out, func() bool {
+	desktoptest.Eventually(t, "the shell writing "+out, func() bool {
 		b, _ := os.ReadFile(out)
 		return strings.TrimSpace(string(b)) == word
 	})
@@ -133,7 +104,7 @@ func TestTypeUnicode(t *testing.T) {
 	if _, err := c.Type(ctx, text+"\n"); err != nil {
 		t.Fatalf("type: %v", err)
 	}
-	eventually(t, "cat writing the typed line", func() bool {
+	desktoptest.Eventually(t, "cat writing the typed line", func() bool {
 		b, _ := os.ReadFile(out)
 		return strings.Contains(string(b), "\n")
 	})
@@ -146,8 +117,8 @@ func TestTypeUnicode(t *testing.T) {
 func TestClickLandsWhereTheScreenshotShows(t *testing.T) {
 	display, c := desktopDaemon(t)
 	ctx := t.Context()
-	title := randomWord(t)
-	xc := newXClient(t, display, title, 400, 300, []fill{{0, 0, 400, 300, 0x3050a0}})
+	title := desktoptest.RandomWord(t)
+	xc := desktoptest.NewXClient(t, display, title, 400, 300, []desktoptest.Fill{{X: 0, Y: 0, W: 400, H: 300, RGB: 0x3050a0}})
 	win := waitWindow(t, c, title)
 
 	cases := []struct {
@@ -177,13 +148,13 @@ func TestClickLandsWhereTheScreenshotShows(t *testing.T) {
 			// A point inside the window, in the screenshot's own pixels.
 			px := int(float64(win.Bounds.X-info.Bounds.X+123) * info.Scale)
 			py := int(float64(win.Bounds.Y-info.Bounds.Y+77) * info.Scale)
-			xc.drain()
+			xc.Drain()
 			p := api.Pointer{Scale: info.Scale, WindowID: info.WindowID}
 			res, err := c.Click(ctx, api.ClickRequest{X: float64(px), Y: float64(py), Pointer: p})
 			if err != nil {
 				t.Fatalf("click: %v", err)
 			}
-			ev := next[xproto.ButtonPressEvent](t, xc, eventTimeout)
+			ev := desktoptest.Next[xproto.ButtonPressEvent](t, xc, desktoptest.EventTimeout)
 			// The screenshot pixel covers screen pixels [p/scale, (p+1)/scale).
 			lo := func(v int) int { return int(float64(v) / info.Scale) }
 			hi := func(v int) int { return int(float64(v+1)/info.Scale + 0.999) }
@@ -205,7 +176,7 @@ func TestClickLandsWhereTheScreenshotShows(t *testing.T) {
 func waitWindow(t *testing.T, c *client.Client, title string) api.Window {
 	t.Helper()
 	var win api.Window
-	eventually(t, "window "+title+" listed", func() bool {
+	desktoptest.Eventually(t, "window "+title+" listed", func() bool {
 		ws, err := c.Windows(t.Context(), title)
 		if err != nil || len(ws) != 1 || !ws[0].OnScreen {
 			return false
@@ -216,18 +187,11 @@ func waitWindow(t *testing.T, c *client.Client, title string) api.Window {
 	return win
 }
 
-var (
-	red   = fill{0, 0, 100, 100, 0xff0000}
-	green = fill{100, 0, 100, 100, 0x00ff00}
-	blue  = fill{0, 100, 100, 100, 0x0000ff}
-	white = fill{100, 100, 100, 100, 0xffffff}
-)
-
 func TestScreenshotColours(t *testing.T) {
 	display, c := desktopDaemon(t)
 	ctx := t.Context()
-	title := randomWord(t)
-	newXClient(t, display, title, 200, 200, []fill{red, green, blue, white})
+	title := desktoptest.RandomWord(t)
+	desktoptest.NewXClient(t, display, title, 200, 200, []desktoptest.Fill{desktoptest.Red, desktoptest.Green, desktoptest.Blue, desktoptest.White})
 	win := waitWindow(t, c, title)
 	if _, err := c.ActivateWindow(ctx, win.WindowID); err != nil {
 		t.Fatal(err)
@@ -235,10 +199,10 @@ func TestScreenshotColours(t *testing.T) {
 
 	check := func(t *testing.T, img image.Image, ox, oy, tol int) {
 		t.Helper()
-		for _, f := range []fill{red, green, blue, white} {
-			x, y := ox+f.x+f.w/2, oy+f.y+f.h/2
+		for _, f := range []desktoptest.Fill{desktoptest.Red, desktoptest.Green, desktoptest.Blue, desktoptest.White} {
+			x, y := ox+f.X+f.W/2, oy+f.Y+f.H/2
 			r, g, b, _ := img.At(x, y).RGBA()
-			want := [3]int{int(f.rgb >> 16 & 0xff), int(f.rgb >> 8 & 0xff), int(f.rgb & 0xff)}
+			want := [3]int{int(f.RGB >> 16 & 0xff), int(f.RGB >> 8 & 0xff), int(f.RGB & 0xff)}
 			got := [3]int{int(r >> 8), int(g >> 8), int(b >> 8)}
 			for i := range want {
 				if d := got[i] - want[i]; d > tol || d < -tol {
@@ -288,8 +252,8 @@ func TestScreenshotColours(t *testing.T) {
 	}
 
 	t.Run("covered window", func(t *testing.T) {
-		coverTitle := randomWord(t)
-		newXClient(t, display, coverTitle, 300, 300, []fill{{0, 0, 300, 300, 0x000000}})
+		coverTitle := desktoptest.RandomWord(t)
+		desktoptest.NewXClient(t, display, coverTitle, 300, 300, []desktoptest.Fill{{X: 0, Y: 0, W: 300, H: 300, RGB: 0x000000}})
 		cover := waitWindow(t, c, coverTitle)
 		x, y := win.Bounds.X-20, win.Bounds.Y-20
 		if _, err := c.SetWindowGeometry(ctx, cover.WindowID, api.GeometryRequest{X: &x, Y: &y}); err != nil {
@@ -299,7 +263,7 @@ func TestScreenshotColours(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The screen shows the cover where the window is...
-		eventually(t, "the cover hiding the window", func() bool {
+		desktoptest.Eventually(t, "the cover hiding the window", func() bool {
 			b, info, err := c.Screenshot(ctx, api.ScreenshotRequest{})
 			if err != nil {
 				return false
@@ -320,7 +284,7 @@ func TestScreenshotColours(t *testing.T) {
 func TestClipboardRoundTrip(t *testing.T) {
 	_, c := desktopDaemon(t)
 	ctx := t.Context()
-	text := "clip " + randomWord(t) + " ✓ Привет"
+	text := "clip " + desktoptest.RandomWord(t) + " ✓ Привет"
 	if err := c.ClipboardSet(ctx, text); err != nil {
 		t.Fatal(err)
 	}

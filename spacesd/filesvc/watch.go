@@ -1,4 +1,4 @@
-package server
+package filesvc
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/trycua/cua-spacesd/capabilities/files"
+	"github.com/trycua/cua-spacesd/spacesd/httpapi"
 )
 
 // Bounds of a watch's WebSocket.
@@ -24,10 +25,10 @@ var watchUpgrader = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 40
 
 // handleWatch streams api.WatchEvent messages until the client leaves or
 // the request's context ends (shutdown, or rotation of the token).
-func (g *fileGroup) handleWatch(w http.ResponseWriter, r *http.Request) {
-	recursive, err := queryBool(r, "recursive")
+func (s *Service) handleWatch(w http.ResponseWriter, r *http.Request) {
+	recursive, err := httpapi.QueryBool(r, "recursive")
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	ctx, cancel := context.WithCancel(r.Context())
@@ -36,7 +37,7 @@ func (g *fileGroup) handleWatch(w http.ResponseWriter, r *http.Request) {
 	// error envelope rather than as a closed socket.
 	fw, err := files.Watch(ctx, r.URL.Query().Get("path"), files.WatchOptions{Recursive: recursive})
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	defer fw.Close()

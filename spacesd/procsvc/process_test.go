@@ -1,4 +1,4 @@
-package server_test
+package procsvc_test
 
 import (
 	"bytes"
@@ -7,10 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -71,6 +68,7 @@ func TestProcessErrorsHTTP(t *testing.T) {
 		{"get unknown", http.MethodGet, "/v1/processes/nope", ``, 404, api.KindNotFound},
 		{"stream unknown", http.MethodGet, "/v1/processes/nope/stream", ``, 404, api.KindNotFound},
 		{"stdin unknown", http.MethodPost, "/v1/processes/nope/stdin", `x`, 404, api.KindNotFound},
+		{"stdin sent as json", http.MethodPost, "/v1/processes/nope/stdin", `"x"`, 415, api.KindInvalidArgument},
 		{"signal unknown", http.MethodPost, "/v1/processes/nope/signal", `{"signal":"TERM"}`, 404, api.KindNotFound},
 		{"signal bad name", http.MethodPost, "/v1/processes/nope/signal", `{"signal":"SEGV"}`, 400, api.KindInvalidArgument},
 		{"resize unknown", http.MethodPost, "/v1/processes/nope/resize", `{"cols":1,"rows":1}`, 404, api.KindNotFound},
@@ -81,7 +79,11 @@ func TestProcessErrorsHTTP(t *testing.T) {
 			if tc.body != "" {
 				body = strings.NewReader(tc.body)
 			}
-			_, err := c.Do(ctx, tc.method, tc.path, nil, body, "application/json")
+			ctype := "application/json"
+			if strings.HasSuffix(tc.path, "/stdin") && tc.name != "stdin sent as json" {
+				ctype = "application/octet-stream"
+			}
+			_, err := c.Do(ctx, tc.method, tc.path, nil, body, ctype)
 			var e *api.Error
 			if !errors.As(err, &e) || e.Status != tc.status || e.Kind != tc.kind {
 				t.Fatalf("err %#v, want %d %s", err, tc.status, tc.kind)
@@ -418,77 +420,6 @@ func TestProcessNoGoroutineLeak(t *testing.T) {
 }
 
 func slogDiscard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-// A graceful shutdown lets a running exec finish and answer; only streams
-// (which would hold it forever) end at once.
-func TestGracefulShutdownLetsExecFinish(t *testing.T) {
-	t.Parallel()
-	const tok = "shutdown-token"
-	srv, err := server.New(server.Config{Version: "test", Auth: server.NewAuth(tok, slogDiscard()), Logger: slogDiscard(), DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	c, err := client.New("http://"+ln.Addr().String(), tok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := c.Start(t.Context(), api.StartRequest{Command: api.Command{Argv: []string{"sleep", "100"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err := c.StreamProcess(t.Context(), info.ID, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stream.Close()
-
-	dir := t.TempDir()
-	started, goOn := filepath.Join(dir, "started"), filepath.Join(dir, "go")
-	type answer struct {
-		res *api.ExecResult
-		err error
-	}
-	answered := make(chan answer, 1)
-	go func() {
-		res, err := c.Exec(t.Context(), api.ExecRequest{Command: api.Command{
-			Shell: fmt.Sprintf("touch %s; while [ ! -e %s ]; do sleep 0.02; done; echo finished", started, goOn)}})
-		answered <- answer{res, err}
-	}()
-	eventually(t, func() bool { _, err := os.Stat(started); return err == nil })
-	cancel()
-	// The stream ends with the shutdown's start...
-	for {
-		if _, err := stream.Next(); err != nil {
-			break
-		}
-	}
-	// ...and the listener closes; the exec is still running.
-	eventually(t, func() bool {
-		conn, err := net.Dial("tcp", ln.Addr().String())
-		if err == nil {
-			_ = conn.Close()
-		}
-		return err != nil
-	})
-	if err := os.WriteFile(goOn, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	a := <-answered
-	if a.err != nil || a.res.Stdout != "finished\n" || a.res.ExitCode != 0 {
-		t.Fatalf("exec across a graceful shutdown: %+v, %v", a.res, a.err)
-	}
-	if err := <-served; err != nil {
-		t.Fatalf("serve: %v", err)
-	}
-}
 
 // eventually polls cond until it holds, failing the test after a minute.
 func eventually(t *testing.T, cond func() bool) {

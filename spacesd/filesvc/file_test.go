@@ -1,4 +1,4 @@
-package server_test
+package filesvc_test
 
 import (
 	"bytes"

@@ -1,7 +1,9 @@
-package desktop_test
+package desktoptest
 
 import (
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"os"
 	"testing"
 	"time"
@@ -10,25 +12,33 @@ import (
 	"github.com/jezek/xgb/xproto"
 )
 
-// xclient is a small X program of the test: a window painted in known
+// XClient is a small X program of the test: a window painted in known
 // colours that records the pointer and key events it receives.
-type xclient struct {
-	c      *xgb.Conn
-	win    xproto.Window
+type XClient struct {
+	C      *xgb.Conn
+	Win    xproto.Window
 	w, h   int
-	fills  []fill
+	fills  []Fill
 	gc     xproto.Gcontext
 	events chan xgb.Event
 }
 
-// fill is one coloured rectangle of the window (window coordinates).
-type fill struct {
-	x, y, w, h int
-	rgb        uint32
+// Fill is one coloured rectangle of the window (window coordinates).
+type Fill struct {
+	X, Y, W, H int
+	RGB        uint32
 }
 
-// newXClient opens a managed window with the given title and content.
-func newXClient(t testing.TB, display, title string, w, h int, fills []fill) *xclient {
+// The four quarters of a 200x200 test window, in colours no theme uses.
+var (
+	Red   = Fill{0, 0, 100, 100, 0xff0000}
+	Green = Fill{100, 0, 100, 100, 0x00ff00}
+	Blue  = Fill{0, 100, 100, 100, 0x0000ff}
+	White = Fill{100, 100, 100, 100, 0xffffff}
+)
+
+// NewXClient opens a managed window with the given title and content.
+func NewXClient(t testing.TB, display, title string, w, h int, fills []Fill) *XClient {
 	t.Helper()
 	c, err := xgb.NewConnDisplay(display)
 	if err != nil {
@@ -57,25 +67,25 @@ func newXClient(t testing.TB, display, title string, w, h int, fills []fill) *xc
 	gid, _ := c.NewId()
 	gc := xproto.Gcontext(gid)
 	xproto.CreateGC(c, gc, xproto.Drawable(win), 0, nil)
-	xc := &xclient{c: c, win: win, w: w, h: h, fills: fills, gc: gc, events: make(chan xgb.Event, 1024)}
+	xc := &XClient{C: c, Win: win, w: w, h: h, fills: fills, gc: gc, events: make(chan xgb.Event, 1024)}
 	xproto.MapWindow(c, win)
 	go xc.loop()
 	return xc
 }
 
-func (xc *xclient) paint() {
+func (xc *XClient) paint() {
 	for _, f := range xc.fills {
-		xproto.ChangeGC(xc.c, xc.gc, xproto.GcForeground, []uint32{f.rgb})
-		xproto.PolyFillRectangle(xc.c, xproto.Drawable(xc.win), xc.gc,
-			[]xproto.Rectangle{{X: int16(f.x), Y: int16(f.y), Width: uint16(f.w), Height: uint16(f.h)}})
+		xproto.ChangeGC(xc.C, xc.gc, xproto.GcForeground, []uint32{f.RGB})
+		xproto.PolyFillRectangle(xc.C, xproto.Drawable(xc.Win), xc.gc,
+			[]xproto.Rectangle{{X: int16(f.X), Y: int16(f.Y), Width: uint16(f.W), Height: uint16(f.H)}})
 	}
-	_, _ = xproto.GetInputFocus(xc.c).Reply()
+	_, _ = xproto.GetInputFocus(xc.C).Reply()
 }
 
 // loop repaints on Expose and hands every other event to the test.
-func (xc *xclient) loop() {
+func (xc *XClient) loop() {
 	for {
-		ev, err := xc.c.WaitForEvent()
+		ev, err := xc.C.WaitForEvent()
 		if ev == nil && err == nil {
 			close(xc.events)
 			return
@@ -93,8 +103,8 @@ func (xc *xclient) loop() {
 	}
 }
 
-// next returns the next event of type T within the timeout.
-func next[T xgb.Event](t testing.TB, xc *xclient, timeout time.Duration) T {
+// Next returns the next event of type T within the timeout.
+func Next[T xgb.Event](t testing.TB, xc *XClient, timeout time.Duration) T {
 	t.Helper()
 	deadline := time.After(timeout)
 	for {
@@ -114,8 +124,8 @@ func next[T xgb.Event](t testing.TB, xc *xclient, timeout time.Duration) T {
 	}
 }
 
-// drain drops the events received so far.
-func (xc *xclient) drain() {
+// Drain drops the events received so far.
+func (xc *XClient) Drain() {
 	for {
 		select {
 		case <-xc.events:
@@ -123,4 +133,27 @@ func (xc *xclient) drain() {
 			return
 		}
 	}
+}
+
+// EventTimeout bounds waits for effects on the display: a generous bound
+// for a loaded CI machine, not a performance assertion.
+const EventTimeout = 20 * time.Second
+
+// Eventually polls cond until it holds, failing the test after EventTimeout.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(EventTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not happen within %s", what, EventTimeout)
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval of the eventually loop
+	}
+}
+
+// RandomWord is a word no window title has yet.
+func RandomWord(t testing.TB) string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "cua" + hex.EncodeToString(b)
 }

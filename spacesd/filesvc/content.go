@@ -1,4 +1,4 @@
-package server
+package filesvc
 
 import (
 	"crypto/sha256"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/files"
+	"github.com/trycua/cua-spacesd/spacesd/httpapi"
 )
 
 // handleRead serves part or all of a file. The part comes from the offset
@@ -18,22 +19,22 @@ import (
 // not both. A part starting at or past the end answers 416 with kind
 // invalid_argument. Range is parsed here rather than by http.ServeContent so
 // that every failure travels in our error envelope.
-func (g *fileGroup) handleRead(w http.ResponseWriter, r *http.Request) {
+func (s *Service) handleRead(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	path := q.Get("path")
 	win, byQuery, err := files.ParseWindow(q.Get("offset"), q.Get("length"))
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	rangeHdr := r.Header.Get("Range")
 	if byQuery && rangeHdr != "" {
-		writeError(w, api.Errorf(api.KindInvalidArgument, "read %s: give offset/length or a Range header, not both", path))
+		httpapi.WriteError(w, api.Errorf(api.KindInvalidArgument, "read %s: give offset/length or a Range header, not both", path))
 		return
 	}
 	f, size, err := files.Open(path)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	defer f.Close()
@@ -42,13 +43,13 @@ func (g *fileGroup) handleRead(w http.ResponseWriter, r *http.Request) {
 		// An empty file has no satisfiable range; its whole (empty)
 		// content is the answer, as RFC 9110 lets a server ignore Range.
 		if win, byRange, err = files.ParseRange(path, rangeHdr, size); err != nil {
-			writeError(w, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 	}
 	off, n, err := win.Resolve(path, size)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	h := w.Header()
@@ -74,9 +75,9 @@ func (g *fileGroup) handleRead(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead || n == 0 {
 		return
 	}
-	iw := writeIdle(w)
-	defer iw.clear()
-	var out io.Writer = &countingWriter{w: iw, count: g.s.metrics.BytesOut.Add}
+	iw := httpapi.WriteIdle(w)
+	defer iw.Clear()
+	var out io.Writer = &httpapi.CountingWriter{W: iw, Count: s.bytesOut.Add}
 	sum := sha256.New()
 	if wholeFile {
 		out = io.MultiWriter(out, sum)
@@ -89,37 +90,25 @@ func (g *fileGroup) handleRead(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// countingWriter adds the bytes written to a metric.
-type countingWriter struct {
-	w     io.Writer
-	count func(int64) int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.count(int64(n))
-	return n, err
-}
-
 // handleWrite replaces a file atomically with the request body.
-func (g *fileGroup) handleWrite(w http.ResponseWriter, r *http.Request) {
+func (s *Service) handleWrite(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	opt := files.WriteOptions{Counter: g.countIn()}
+	opt := files.WriteOptions{Counter: s.countIn()}
 	if s := q.Get("mode"); s != "" {
 		m, err := files.ParseMode("mode", s, files.DefaultFileMode)
 		if err != nil {
-			writeError(w, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		opt.Mode = (*fs.FileMode)(&m)
 	}
-	body := readIdle(w, r.Body)
-	defer body.done()
+	body := httpapi.ReadIdle(w, r.Body)
+	defer body.Done()
 	res, err := files.WriteAtomic(q.Get("path"), body, opt)
 	if err != nil {
-		writeError(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	w.Header().Set(api.HeaderSHA256, res.SHA256)
-	writeJSON(w, http.StatusOK, res)
+	httpapi.WriteJSON(w, http.StatusOK, res)
 }

@@ -1,4 +1,4 @@
-package server
+package httpapi
 
 import (
 	"io"
@@ -35,17 +35,17 @@ func (b *idleBody) touch() {
 	}
 }
 
-// clear lifts the deadline once the body is done, so that the next request
+// Clear lifts the deadline once the body is done, so that the next request
 // on the same connection does not inherit it.
-func (b *idleBody) clear() { _ = b.set(b.rc, time.Time{}) }
+func (b *idleBody) Clear() { _ = b.set(b.rc, time.Time{}) }
 
-type idleReader struct {
+type IdleReader struct {
 	idleBody
 	r   io.Reader
 	eof bool
 }
 
-func (i *idleReader) Read(p []byte) (int, error) {
+func (i *IdleReader) Read(p []byte) (int, error) {
 	i.touch()
 	n, err := i.r.Read(p)
 	if err == io.EOF {
@@ -54,32 +54,32 @@ func (i *idleReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// done lifts the read deadline once the whole body has been read. A body
+// Done lifts the read deadline once the whole body has been read. A body
 // left unread (it stalled, or the handler refused it early) keeps it: the
 // server discards the rest of such a body after the handler returns, and
 // that must not wait for ever on a stalled client either.
-func (i *idleReader) done() {
+func (i *IdleReader) Done() {
 	if i.eof {
-		i.clear()
+		i.Clear()
 	}
 }
 
-// readIdle wraps a request body; the caller defers done.
-func readIdle(w http.ResponseWriter, r io.Reader) *idleReader {
-	return &idleReader{idleBody: idleBody{rc: http.NewResponseController(w), set: (*http.ResponseController).SetReadDeadline}, r: r}
+// ReadIdle wraps a request body; the caller defers done.
+func ReadIdle(w http.ResponseWriter, r io.Reader) *IdleReader {
+	return &IdleReader{idleBody: idleBody{rc: http.NewResponseController(w), set: (*http.ResponseController).SetReadDeadline}, r: r}
 }
 
-type idleWriter struct {
+type IdleWriter struct {
 	idleBody
 	w io.Writer
 }
 
-func (i *idleWriter) Write(p []byte) (int, error) {
+func (i *IdleWriter) Write(p []byte) (int, error) {
 	i.touch()
 	return i.w.Write(p)
 }
 
-// writeIdle wraps a response writer for a body; the caller defers clear.
-func writeIdle(w http.ResponseWriter) *idleWriter {
-	return &idleWriter{idleBody: idleBody{rc: http.NewResponseController(w), set: (*http.ResponseController).SetWriteDeadline}, w: w}
+// WriteIdle wraps a response writer for a body; the caller defers clear.
+func WriteIdle(w http.ResponseWriter) *IdleWriter {
+	return &IdleWriter{idleBody: idleBody{rc: http.NewResponseController(w), set: (*http.ResponseController).SetWriteDeadline}, w: w}
 }

@@ -1,4 +1,4 @@
-package server_test
+package filesvc_test
 
 import (
 	"bufio"
@@ -15,13 +15,13 @@ import (
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
-	"github.com/trycua/cua-spacesd/spacesd/server"
+	"github.com/trycua/cua-spacesd/spacesd/httpapi"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
 // A client that announces a chunk and then stops sending (a paused or
 // wedged process whose TCP connection stays up) must not hold the upload
-// for ever: after server.BodyIdleTimeout without a byte, the chunk ends
+// for ever: after httpapi.BodyIdleTimeout without a byte, the chunk ends
 // with what arrived, the upload is free again, and another connection
 // resumes it. Before, the chunk's handler waited for the missing bytes
 // for as long as the connection lived, and every other chunk of that
@@ -42,10 +42,10 @@ func TestStalledChunkReleasesTheUpload(t *testing.T) {
 	}
 	defer conn.Close()
 	path := strings.Replace(api.PathUpload, "{id}", st.ID, 1)
-	fmt.Fprintf(conn, "PUT %s?offset=0 HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s",
+	fmt.Fprintf(conn, "PUT %s?offset=0 HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n%s",
 		path, u.Host, d.Token, len(data), data[:100])
 	// The connection stays open and silent; the daemon must answer anyway.
-	_ = conn.SetReadDeadline(time.Now().Add(server.BodyIdleTimeout + 30*time.Second))
+	_ = conn.SetReadDeadline(time.Now().Add(httpapi.BodyIdleTimeout + 30*time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatalf("no answer to a stalled chunk: %v", err)
@@ -67,7 +67,7 @@ func TestStalledChunkReleasesTheUpload(t *testing.T) {
 }
 
 // A client that stops reading a download holds the handler and the open
-// file only until server.BodyIdleTimeout passes without progress: then the
+// file only until httpapi.BodyIdleTimeout passes without progress: then the
 // daemon cuts the answer short (no sha256 trailer, fewer bytes than
 // X-Cua-File-Size) and lets go. Before, the handler waited for as long as
 // the connection lived.
@@ -89,7 +89,7 @@ func TestStalledReadIsCut(t *testing.T) {
 	fmt.Fprintf(conn, "GET %s?path=%s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n",
 		api.PathFileContent, url.QueryEscape(p), u.Host, d.Token)
 	// Read nothing until the daemon has had every chance to give up.
-	time.Sleep(server.BodyIdleTimeout + 5*time.Second)
+	time.Sleep(httpapi.BodyIdleTimeout + 5*time.Second)
 	_ = conn.SetReadDeadline(time.Now().Add(60 * time.Second))
 	n, err := io.Copy(io.Discard, conn)
 	if err != nil {

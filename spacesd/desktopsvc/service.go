@@ -1,0 +1,64 @@
+// Package desktopsvc is the desktop service of cua-spacesd: windows,
+// launching apps, screenshots, input and the clipboard, one file per group
+// of operations. The work is capabilities/desktop; these handlers adapt
+// HTTP to it. The Desktop connects to the display on first use, so a daemon
+// without a display loads nothing.
+package desktopsvc
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/capabilities/desktop"
+	"github.com/trycua/cua-spacesd/spacesd/httpapi"
+	"github.com/trycua/cua-spacesd/spacesd/server"
+)
+
+// Service serves the windows, screenshot, input, clipboard.text and
+// launch_app features.
+type Service struct {
+	d *desktop.Desktop
+}
+
+// New returns the desktop service over d, which it closes at the hard
+// shutdown.
+func New(d *desktop.Desktop) server.NewService {
+	return func(server.Host) (server.Service, error) { return &Service{d: d}, nil }
+}
+
+// Routes of the desktop service.
+func (s *Service) Routes() []server.Route {
+	json := server.BodyJSON
+	return []server.Route{
+		{Method: http.MethodGet, Path: api.PathWindows, Feature: api.FeatureWindows, Handler: s.windows},
+		{Method: http.MethodPost, Path: api.PathWindowActivate, Feature: api.FeatureWindows, Body: json, Handler: s.activate},
+		{Method: http.MethodPost, Path: api.PathWindowClose, Feature: api.FeatureWindows, Body: json, Handler: s.closeWindow},
+		{Method: http.MethodPost, Path: api.PathWindowGeometry, Feature: api.FeatureWindows, Body: json, Handler: s.geometry},
+		{Method: http.MethodPost, Path: api.PathAppsLaunch, Feature: api.FeatureLaunchApp, Body: json, Handler: httpapi.BodyRoute(s.launch)},
+		{Method: http.MethodGet, Path: api.PathScreenshot, Feature: api.FeatureScreenshot, Handler: s.screenshot},
+		{Method: http.MethodPost, Path: api.PathInputMove, Feature: api.FeatureInput, Body: json, Handler: httpapi.BodyRoute(s.move)},
+		{Method: http.MethodPost, Path: api.PathInputClick, Feature: api.FeatureInput, Body: json, Handler: httpapi.BodyRoute(s.click)},
+		{Method: http.MethodPost, Path: api.PathInputDrag, Feature: api.FeatureInput, Body: json, Handler: httpapi.BodyRoute(s.drag)},
+		{Method: http.MethodPost, Path: api.PathInputScroll, Feature: api.FeatureInput, Body: json, Handler: httpapi.BodyRoute(s.scroll)},
+		{Method: http.MethodPost, Path: api.PathInputKey, Feature: api.FeatureInput, Body: json, Handler: httpapi.BodyRoute(s.key)},
+		{Method: http.MethodPost, Path: api.PathInputType, Feature: api.FeatureInput, Body: json, Handler: httpapi.BodyRoute(s.typeText)},
+		{Method: http.MethodGet, Path: api.PathClipboard, Feature: api.FeatureClipboardText, Handler: s.clipboardGet},
+		{Method: http.MethodPut, Path: api.PathClipboard, Feature: api.FeatureClipboardText, Body: json, Handler: httpapi.BodyRoute(s.clipboardSet)},
+	}
+}
+
+// Features are probed on the display (connecting to it when needed).
+func (s *Service) Features() map[api.Feature]server.Probe {
+	out := make(map[api.Feature]server.Probe, len(desktop.Features))
+	for _, f := range desktop.Features {
+		out[f] = func(ctx context.Context) api.FeatureStatus { return s.d.Status(ctx)[f] }
+	}
+	return out
+}
+
+// Limits of the desktop.
+func (s *Service) Limits(*api.Limits) {}
+
+// Close drops the X connection.
+func (s *Service) Close() { s.d.Close() }

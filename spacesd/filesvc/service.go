@@ -1,0 +1,81 @@
+// Package filesvc is the files service of cua-spacesd: stat, list, mkdir,
+// move, remove, ranged reads, atomic writes, resumable uploads and watches,
+// one file per operation. The work is capabilities/files; these handlers
+// adapt HTTP to it.
+package filesvc
+
+import (
+	"context"
+	"net/http"
+	"sync"
+
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/capabilities/files"
+	"github.com/trycua/cua-spacesd/spacesd/httpapi"
+	"github.com/trycua/cua-spacesd/spacesd/server"
+)
+
+// Service serves the files and fs_watch features.
+type Service struct {
+	uploads  *files.Uploads
+	bytesIn  server.Counter
+	bytesOut server.Counter
+	// watchSupport probes once whether a file watcher can be created: the
+	// answer only changes with kernel limits, and a probe costs a syscall
+	// pair per capabilities call otherwise.
+	watchSupport func() (bool, string)
+}
+
+// New returns the files service; it keeps the unfinished uploads.
+func New() server.NewService {
+	return func(h server.Host) (server.Service, error) {
+		return &Service{
+			uploads:      files.NewUploads(files.UploadOptions{Logger: h.Log}),
+			bytesIn:      h.Metrics.Counter(server.MetricBytesIn),
+			bytesOut:     h.Metrics.Counter(server.MetricBytesOut),
+			watchSupport: sync.OnceValues(files.FSWatchSupported),
+		}, nil
+	}
+}
+
+// Routes of the files service.
+func (s *Service) Routes() []server.Route {
+	f, json, bytes := api.FeatureFiles, server.BodyJSON, server.BodyBytes
+	return []server.Route{
+		{Method: http.MethodGet, Path: api.PathFileStat, Feature: f, Handler: s.handleStat},
+		{Method: http.MethodGet, Path: api.PathFileList, Feature: f, Handler: s.handleList},
+		{Method: http.MethodPost, Path: api.PathFileMkdir, Feature: f, Body: json, Handler: httpapi.BodyRoute(httpapi.Done(files.Mkdir))},
+		{Method: http.MethodPost, Path: api.PathFileMove, Feature: f, Body: json, Handler: httpapi.BodyRoute(httpapi.Done(files.Move))},
+		{Method: http.MethodPost, Path: api.PathFileRemove, Feature: f, Body: json, Handler: httpapi.BodyRoute(httpapi.Done(files.Remove))},
+		{Method: http.MethodGet, Path: api.PathFileContent, Feature: f, Handler: s.handleRead},
+		{Method: http.MethodPut, Path: api.PathFileContent, Feature: f, Body: bytes, Handler: s.handleWrite},
+		{Method: http.MethodGet, Path: api.PathFileWatch, Feature: api.FeatureFSWatch, Handler: s.handleWatch},
+		{Method: http.MethodPost, Path: api.PathUploads, Feature: f, Body: json, Handler: s.handleUploadBegin},
+		{Method: http.MethodGet, Path: api.PathUpload, Feature: f, Handler: s.handleUploadStatus},
+		{Method: http.MethodPut, Path: api.PathUpload, Feature: f, Body: bytes, Handler: s.handleUploadChunk},
+		{Method: http.MethodDelete, Path: api.PathUpload, Feature: f, Handler: s.handleUploadAbort},
+		{Method: http.MethodPost, Path: api.PathUploadDone, Feature: f, Body: json, Handler: s.handleUploadCommit},
+	}
+}
+
+// Features: files needs nothing but the daemon; fs_watch needs inotify.
+func (s *Service) Features() map[api.Feature]server.Probe {
+	return map[api.Feature]server.Probe{
+		api.FeatureFiles: func(context.Context) api.FeatureStatus { return api.FeatureStatus{Supported: true} },
+		api.FeatureFSWatch: func(context.Context) api.FeatureStatus {
+			ok, lim := s.watchSupport()
+			return api.FeatureStatus{Supported: ok, Limitation: lim}
+		},
+	}
+}
+
+// Limits of the files service.
+func (s *Service) Limits(l *api.Limits) { l.UploadChunkBytes = files.MaxUploadChunkBytes }
+
+// Close stops the uploads' janitor; partial files stay for a resume.
+func (s *Service) Close() { s.uploads.Close() }
+
+// countIn returns a counter of request body bytes for the metrics.
+func (s *Service) countIn() func(int) {
+	return func(n int) { s.bytesIn.Add(int64(n)) }
+}

@@ -1,0 +1,74 @@
+package filesvc
+
+import (
+	"net/http"
+
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/capabilities/files"
+	"github.com/trycua/cua-spacesd/spacesd/httpapi"
+)
+
+func (s *Service) handleUploadBegin(w http.ResponseWriter, r *http.Request) {
+	req, err := httpapi.DecodeBody[api.UploadRequest](r)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	st, err := s.uploads.Begin(req)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, st)
+}
+
+func (s *Service) handleUploadStatus(w http.ResponseWriter, r *http.Request) {
+	st, err := s.uploads.Status(r.PathValue("id"))
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, st)
+}
+
+// handleUploadChunk appends one chunk. A chunk cut short keeps what arrived;
+// the error says the offset to resume from, as does GET /v1/uploads/{id}.
+func (s *Service) handleUploadChunk(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if r.URL.Query().Get("offset") == "" {
+		httpapi.WriteError(w, api.Errorf(api.KindInvalidArgument, "upload %s: the offset query parameter is required", id))
+		return
+	}
+	offset, err := httpapi.QueryInt(r, "offset", 0, 0, 1<<62)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	if r.ContentLength > files.MaxUploadChunkBytes {
+		httpapi.WriteError(w, api.Errorf(api.KindInvalidArgument, "upload %s: a chunk of %d bytes is over the limit of %d (limits.upload_chunk_bytes)",
+			id, r.ContentLength, files.MaxUploadChunkBytes))
+		return
+	}
+	body := httpapi.ReadIdle(w, http.MaxBytesReader(w, r.Body, files.MaxUploadChunkBytes))
+	defer body.Done()
+	st, err := s.uploads.Put(r.Context(), id, offset, body, s.countIn())
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, st)
+}
+
+func (s *Service) handleUploadCommit(w http.ResponseWriter, r *http.Request) {
+	res, err := s.uploads.Commit(r.Context(), r.PathValue("id"))
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	w.Header().Set(api.HeaderSHA256, res.SHA256)
+	httpapi.WriteJSON(w, http.StatusOK, res)
+}
+
+func (s *Service) handleUploadAbort(w http.ResponseWriter, r *http.Request) {
+	httpapi.Answer(w, httpapi.NoContent{}, s.uploads.Abort(r.Context(), r.PathValue("id")))
+}

@@ -1,0 +1,196 @@
+// Package httpapi is what every HTTP route of cua-spacesd shares: the error
+// envelope and the status each error travels with, strict JSON bodies,
+// query parameters, and deadlines for bulk bodies that stall. The server and
+// every service use it, so a route answers the same way wherever it lives.
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"syscall"
+
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/capabilities/files"
+)
+
+// MaxJSONBodyBytes bounds every JSON request body; bulk bytes travel as
+// plain bodies on their own routes.
+const MaxJSONBodyBytes = 4 << 20
+
+// WriteJSON answers v with the given status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// KindRecorder is a ResponseWriter that wants to know the kind of an error
+// answer (the daemon's request log names it).
+type KindRecorder interface{ RecordKind(api.Kind) }
+
+// WriteError answers err in the error envelope with its kind's status.
+func WriteError(w http.ResponseWriter, err error) {
+	e := api.AsError(err)
+	if rw, ok := w.(KindRecorder); ok {
+		rw.RecordKind(e.Kind)
+	}
+	WriteJSON(w, StatusOf(e), api.ErrorEnvelope{Error: e})
+}
+
+// ErrUnsupportedMediaType is the cause of the invalid_argument error of a
+// request whose Content-Type is not the one its route takes (HTTP 415).
+var ErrUnsupportedMediaType = errors.New("unsupported media type")
+
+// StatusOf is the HTTP status an error travels with: its kind's, except for
+// the few answers HTTP has a sharper word for.
+func StatusOf(e *api.Error) int {
+	switch {
+	case e.Kind == api.KindIO && (errors.Is(e, syscall.ENOSPC) || errors.Is(e, syscall.EDQUOT)):
+		return http.StatusInsufficientStorage
+	case e.Kind == api.KindInvalidArgument && errors.Is(e, files.ErrRangeNotSatisfiable):
+		return http.StatusRequestedRangeNotSatisfiable
+	case e.Kind == api.KindInvalidArgument && errors.Is(e, ErrUnsupportedMediaType):
+		return http.StatusUnsupportedMediaType
+	}
+	return statusFor(e.Kind)
+}
+
+// statusFor maps a kind to its HTTP status.
+func statusFor(k api.Kind) int {
+	switch k {
+	case api.KindInvalidArgument, api.KindJSON:
+		return http.StatusBadRequest
+	case api.KindUnauthenticated:
+		return http.StatusUnauthorized
+	case api.KindPermissionDenied, api.KindForbidden:
+		return http.StatusForbidden
+	case api.KindNotFound:
+		return http.StatusNotFound
+	case api.KindPreconditionFailed:
+		return http.StatusPreconditionFailed
+	case api.KindCapabilityMissing:
+		return http.StatusNotImplemented
+	case api.KindTimeout:
+		return http.StatusGatewayTimeout
+	case api.KindLimitExceeded:
+		return http.StatusTooManyRequests
+	case api.KindTransferFailed:
+		return http.StatusUnprocessableEntity
+	case api.KindCancelled:
+		return 499 // client closed request, as nginx names it
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// DecodeBody reads a JSON body into a T, refusing unknown fields, trailing
+// data and bodies over MaxJSONBodyBytes with kind invalid_argument.
+func DecodeBody[T any](r *http.Request) (T, error) {
+	var v T
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, MaxJSONBodyBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			return v, api.Errorf(api.KindInvalidArgument, "request body is over %d bytes", MaxJSONBodyBytes)
+		case errors.Is(err, io.EOF):
+			return v, api.Errorf(api.KindInvalidArgument, "request body is empty; a JSON object was expected")
+		}
+		return v, api.Errorf(api.KindInvalidArgument, "request body is not valid JSON for this route: %v", err)
+	}
+	if dec.More() {
+		return v, api.Errorf(api.KindInvalidArgument, "request body has data after the JSON object")
+	}
+	return v, nil
+}
+
+// QueryInt parses an optional integer query parameter within [lo, hi].
+func QueryInt(r *http.Request, name string, def, lo, hi int64) (int64, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return def, nil
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < lo || v > hi {
+		return 0, api.Errorf(api.KindInvalidArgument, "query parameter %s=%q must be an integer from %d to %d", name, s, lo, hi)
+	}
+	return v, nil
+}
+
+// QueryBool parses an optional boolean query parameter.
+func QueryBool(r *http.Request, name string) (bool, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return false, nil
+	}
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, api.Errorf(api.KindInvalidArgument, "query parameter %s=%q must be true or false", name, s)
+	}
+	return v, nil
+}
+
+// NoContent is the result of an operation that only succeeds or fails: it
+// is answered 204 with no body, on every route alike.
+type NoContent struct{}
+
+// Answer writes v as JSON (204 for NoContent), or err when it is set.
+func Answer(w http.ResponseWriter, v any, err error) {
+	switch {
+	case err != nil:
+		WriteError(w, err)
+	case v == (any)(NoContent{}):
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		WriteJSON(w, http.StatusOK, v)
+	}
+}
+
+// BodyRoute is the handler of an operation that takes a JSON body: decode
+// it into a T (refusing what DecodeBody refuses), run do, answer its result.
+func BodyRoute[T, R any](do func(*http.Request, T) (R, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		req, err := DecodeBody[T](r)
+		if err != nil {
+			WriteError(w, err)
+			return
+		}
+		res, err := do(r, req)
+		Answer(w, res, err)
+	}
+}
+
+// Done turns an operation that returns only an error into one answering NoContent.
+func Done[T any](do func(T) error) func(*http.Request, T) (NoContent, error) {
+	return func(_ *http.Request, req T) (NoContent, error) { return NoContent{}, do(req) }
+}
+
+// ReadJSONBody reads a JSON request body of at most MaxJSONBodyBytes for a
+// parser that owns the decoding (so it can be fuzzed without HTTP).
+func ReadJSONBody(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, MaxJSONBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, api.Errorf(api.KindInvalidArgument, "request body is over %d bytes", MaxJSONBodyBytes)
+		}
+		return nil, api.Errorf(api.KindInvalidArgument, "read request body: %v", err)
+	}
+	return b, nil
+}
+
+// CountingWriter adds the bytes written to a counter (a metric).
+type CountingWriter struct {
+	W     io.Writer
+	Count func(int64) int64
+}
+
+func (c *CountingWriter) Write(p []byte) (int, error) {
+	n, err := c.W.Write(p)
+	c.Count(int64(n))
+	return n, err
+}

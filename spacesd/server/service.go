@@ -1,0 +1,88 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/trycua/cua-spacesd/api"
+)
+
+// A Service is one capability's share of the daemon: its routes, how its
+// features are probed, the limits it enforces, and what it stops at the
+// hard shutdown. The server mounts services; it knows none of them, so a new
+// capability (streaming, MCP, the computer-server bus, the relay) is a new
+// Service handed in through Config.Services, not an edit of the server.
+type Service interface {
+	// Routes are the service's rows of the route table.
+	Routes() []Route
+	// Features are the probes of the features the service serves. A
+	// feature nobody probes answers "not implemented by this build".
+	Features() map[api.Feature]Probe
+	// Limits fills in the limits the service enforces.
+	Limits(*api.Limits)
+	// Close is the hard shutdown: stop what the service started (running
+	// processes, connections to the display). Services close in the
+	// reverse order of Config.Services, after the last request ended.
+	Close()
+}
+
+// NewService builds a Service from what the daemon lends every service.
+type NewService func(Host) (Service, error)
+
+// Route is one row of the route table. Every route the daemon serves is a
+// row, and docs/api.md documents each one (a test compares the two).
+type Route struct {
+	Method string
+	// Path is a net/http pattern ("/v1/processes/{id}").
+	Path string
+	// Feature is the feature the route needs; the server answers
+	// capability_missing before Handler runs when it is unsupported.
+	Feature api.Feature
+	// Body is the content type a request body must declare. JSON routes
+	// take application/json and bulk routes application/octet-stream:
+	// neither is a type a web page may send to another origin without
+	// asking first, so no page can reach a route by a plain form post.
+	Body string
+	// Public routes need no token (GET /health only).
+	Public  bool
+	Handler http.HandlerFunc
+}
+
+// Request body content types of Route.Body.
+const (
+	BodyJSON  = "application/json"
+	BodyBytes = "application/octet-stream"
+)
+
+// Probe reports the current status of one feature.
+type Probe func(ctx context.Context) api.FeatureStatus
+
+// Host is what the daemon lends a service: narrow on purpose, so that a
+// service can be built in a test from parts of its own choosing.
+type Host struct {
+	Log     *slog.Logger
+	Metrics Metrics
+	// Feature is the current status of any feature, for a route whose
+	// request may need a second one (a process started on a PTY).
+	Feature func(context.Context, api.Feature) api.FeatureStatus
+}
+
+// Metrics is where a service counts what it does.
+type Metrics interface {
+	// Counter returns the counter of that name, made on first use; the
+	// same name always answers the same counter.
+	Counter(name string) Counter
+	// Gauge reads a value at every scrape.
+	Gauge(name string, read func() float64)
+}
+
+// Counter is a monotonically growing metric.
+type Counter interface{ Add(int64) int64 }
+
+// The counters several services share.
+const (
+	MetricBytesIn          = "cua_spacesd_bytes_in_total"
+	MetricBytesOut         = "cua_spacesd_bytes_out_total"
+	MetricProcessesStarted = "cua_spacesd_processes_started_total"
+)
