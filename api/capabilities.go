@@ -1,5 +1,7 @@
 package api
 
+import "time"
+
 // Feature is a guest capability a client can ask about before calling.
 type Feature string
 
@@ -94,3 +96,15 @@ func (c *Capabilities) Require(fs ...Feature) error {
 	}
 	return nil
 }
+
+// The keep-alive of every WebSocket stream (process output, file watch): a
+// side that hears nothing from the other for StreamIdleTimeout (no message,
+// no ping, no pong) drops the stream; each side pings every
+// StreamPingInterval, so a healthy idle stream never comes near it.
+const (
+	StreamPingInterval = 30 * time.Second
+	StreamIdleTimeout  = 75 * time.Second
+	// StreamMaxMessageBytes bounds one message in either direction (stdin
+	// and output chunks travel as base64 inside JSON).
+	StreamMaxMessageBytes = 1 << 20
+)

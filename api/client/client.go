@@ -5,6 +5,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,10 +23,11 @@ import (
 
 // Client calls one cua-spacesd. It is safe for concurrent use.
 type Client struct {
-	base  *url.URL
-	token string
-	http  *http.Client
-	ws    *websocket.Dialer
+	base      *url.URL
+	token     string
+	http      *http.Client
+	ws        *websocket.Dialer
+	keepAlive keepAlive
 }
 
 // Dialer opens the connection under every call and stream of a Client. The
@@ -37,7 +39,18 @@ type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 type Option func(*options)
 
 type options struct {
-	dial Dialer
+	dial      Dialer
+	keepAlive keepAlive
+}
+
+// keepAlive is the timing of a client's streams.
+type keepAlive struct{ ping, idle time.Duration }
+
+// WithStreamKeepAlive replaces the contract's stream keep-alive
+// (api.StreamPingInterval, api.StreamIdleTimeout): a link that drops idle
+// connections sooner (a relay, a proxy) needs pings more often.
+func WithStreamKeepAlive(ping, idle time.Duration) Option {
+	return func(o *options) { o.keepAlive = keepAlive{ping, idle} }
 }
 
 // WithDialer makes every HTTP call and WebSocket stream of the client go
@@ -72,6 +85,10 @@ func New(baseURL, token string, opts ...Option) (*Client, error) {
 		// transfers) are bounded by their context instead.
 		http: &http.Client{Transport: defaultTransport},
 		ws:   &websocket.Dialer{HandshakeTimeout: 10 * time.Second, Proxy: http.ProxyFromEnvironment},
+		keepAlive: keepAlive{
+			ping: cmp.Or(o.keepAlive.ping, api.StreamPingInterval),
+			idle: cmp.Or(o.keepAlive.idle, api.StreamIdleTimeout),
+		},
 	}
 	if o.dial != nil {
 		t := newTransport()

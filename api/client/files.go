@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/gorilla/websocket"
 	"github.com/trycua/cua-spacesd/api"
 )
 
@@ -146,30 +145,11 @@ func (c *Client) AbortUpload(ctx context.Context, id string) error {
 	return c.JSON(ctx, http.MethodDelete, processPath(api.PathUpload, id), nil, nil, nil)
 }
 
-// FileWatch is an open watch of a directory.
-type FileWatch struct{ conn *websocket.Conn }
-
 // Watch watches a directory (recursive: and everything below it).
 func (c *Client) Watch(ctx context.Context, path string, recursive bool) (*FileWatch, error) {
 	q := url.Values{"path": {path}}
 	if recursive {
 		q.Set("recursive", "true")
 	}
-	conn, err := c.DialWebSocket(ctx, api.PathFileWatch, q)
-	if err != nil {
-		return nil, err
-	}
-	return &FileWatch{conn: conn}, nil
+	return openStream[api.WatchEvent](ctx, c, api.PathFileWatch, q)
 }
-
-// Next returns the next event.
-func (w *FileWatch) Next() (*api.WatchEvent, error) {
-	var ev api.WatchEvent
-	if err := w.conn.ReadJSON(&ev); err != nil {
-		return nil, api.Errorf(api.KindEnv, "file watch: %w", err)
-	}
-	return &ev, nil
-}
-
-// Close ends the watch.
-func (w *FileWatch) Close() error { return w.conn.Close() }

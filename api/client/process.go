@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gorilla/websocket"
 	"github.com/trycua/cua-spacesd/api"
 )
 
@@ -60,43 +59,15 @@ func (c *Client) WriteStdin(ctx context.Context, id string, data []byte, closeAf
 	return resp.Body.Close()
 }
 
-// ProcessStream is an open output stream of one process.
-type ProcessStream struct {
-	conn *websocket.Conn
-}
-
 // StreamProcess opens the output stream from the given offsets. Every byte
-// from those offsets on arrives once, in order, then an "exit" event.
+// from those offsets on arrives once, in order, then an "exit" event; Send
+// takes api.StreamInput messages (stdin, resize, signal).
 func (c *Client) StreamProcess(ctx context.Context, id string, stdoutOffset, stderrOffset int64) (*ProcessStream, error) {
 	q := url.Values{}
 	q.Set("stdout_offset", strconv.FormatInt(stdoutOffset, 10))
 	q.Set("stderr_offset", strconv.FormatInt(stderrOffset, 10))
-	conn, err := c.DialWebSocket(ctx, processPath(api.PathProcessStream, id), q)
-	if err != nil {
-		return nil, err
-	}
-	return &ProcessStream{conn: conn}, nil
+	return openStream[api.StreamEvent](ctx, c, processPath(api.PathProcessStream, id), q)
 }
-
-// Next returns the next event.
-func (s *ProcessStream) Next() (*api.StreamEvent, error) {
-	var ev api.StreamEvent
-	if err := s.conn.ReadJSON(&ev); err != nil {
-		return nil, api.Errorf(api.KindEnv, "process stream: %w", err)
-	}
-	return &ev, nil
-}
-
-// Send sends stdin, a resize or a signal on the stream.
-func (s *ProcessStream) Send(in api.StreamInput) error {
-	if err := s.conn.WriteJSON(in); err != nil {
-		return api.Errorf(api.KindEnv, "process stream: %w", err)
-	}
-	return nil
-}
-
-// Close ends the stream; the process goes on.
-func (s *ProcessStream) Close() error { return s.conn.Close() }
 
 func processPath(pattern, id string) string {
 	return strings.Replace(pattern, "{id}", url.PathEscape(id), 1)

@@ -381,8 +381,13 @@ func TestTokenRotationEndsStream(t *testing.T) {
 	}
 	defer s.Close()
 	auth.Rotate("new-token")
-	if ev, err := s.Next(); err == nil {
+	ev, err := s.Next()
+	if err == nil {
 		t.Fatalf("stream goes on after rotation: %+v", ev)
+	}
+	// The close frame's reason reaches the client: it learns why.
+	if api.KindOf(err) != api.KindStream || !strings.Contains(err.Error(), "stream ended") {
+		t.Fatalf("stream end after rotation: %v", err)
 	}
 	c2, _ := client.New(d.URL, "new-token")
 	got, err := c2.Process(t.Context(), info.ID)
