@@ -1,6 +1,6 @@
 // Package desktopsvc is the desktop service of cua-spacesd: windows,
-// launching apps, screenshots, input and the clipboard, one file per group
-// of operations. The work is capabilities/desktop; these handlers adapt
+// launching apps, screenshots, input and the clipboard, one file per kind
+// of operation. The work is capabilities/desktop; these handlers adapt
 // HTTP to it. The Desktop connects to the display on first use, so a daemon
 // without a display loads nothing.
 package desktopsvc
