@@ -23,6 +23,7 @@ import (
 
 	"github.com/trycua/cua-spacesd/bridge/cli"
 	"github.com/trycua/cua-spacesd/bridge/mcp"
+	"github.com/trycua/cua-spacesd/bridge/mcpconfig"
 	"github.com/trycua/cua-spacesd/bridge/registry"
 	"github.com/trycua/cua-spacesd/bridge/tools"
 	"github.com/trycua/cua-spacesd/internal/loopback"
@@ -39,6 +40,8 @@ MCP server:
   mcp                               serve MCP over stdio
   serve [--listen ADDR] [--token-file FILE]
                                     serve MCP over streamable HTTP at /mcp (default 127.0.0.1:3210)
+  mcp-config [--client NAME] [--http] print the config that connects an MCP host to this bridge
+                                    (claude-code, claude-desktop, cursor, vscode, codex, generic)
 Human CLI:
   space add|ls|rm ...               manage registered Spaces
   exec SPACE -- CMD...              run a command, exit code passed through
@@ -67,6 +70,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runMCP(ctx, rest, stdin, stdout, stderr)
 	case "serve":
 		return runServe(ctx, rest, stderr)
+	case "mcp-config":
+		return mcpconfig.Main(rest, mcpconfig.Defaults{
+			Listen: mcp.DefaultListen, Path: mcp.MCPPath, TokenFileName: tokenFileName,
+			ReadToken: func(path string) (string, error) { return loadOrCreateToken(path, false) },
+		}, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "cua-bridge", version)
 		return 0

@@ -1,0 +1,216 @@
+package mcpconfig_test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trycua/cua-spacesd/bridge/mcpconfig"
+)
+
+// defaults are serve's, as bridge/main.go hands them in; the token reader
+// reads as serve does (trimmed, never empty).
+func defaults(exe string) mcpconfig.Defaults {
+	return mcpconfig.Defaults{
+		Listen: "127.0.0.1:3210", Path: "/mcp", TokenFileName: "bridge.token", Executable: exe,
+		ReadToken: func(path string) (string, error) {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return "", fmt.Errorf("read token file: %w", err)
+			}
+			if tok := strings.TrimSpace(string(b)); tok != "" {
+				return tok, nil
+			}
+			return "", fmt.Errorf("token file %s is empty", path)
+		},
+	}
+}
+
+func run(t *testing.T, d mcpconfig.Defaults, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = mcpconfig.Main(args, d, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// registryWithToken makes a registry directory holding serve's token file,
+// sets CUA_HOME to it and returns it with the token.
+func registryWithToken(t *testing.T) (home, token string) {
+	t.Helper()
+	home = t.TempDir()
+	raw := make([]byte, 32)
+	rand.Read(raw)
+	token = hex.EncodeToString(raw)
+	if err := os.WriteFile(filepath.Join(home, "bridge.token"), []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CUA_HOME", home)
+	return home, token
+}
+
+// TestMainNeverPrintsTheTokenUnlessAsked: for every client and form, the
+// token appears in no output without --show-token, and with it the config
+// carries it where the host sends it.
+func TestMainNeverPrintsTheTokenUnlessAsked(t *testing.T) {
+	home, token := registryWithToken(t)
+	exe := filepath.Join(t.TempDir(), "cua-bridge")
+	if err := os.WriteFile(exe, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := defaults(exe)
+	for _, client := range mcpconfig.Clients() {
+		for _, form := range [][]string{nil, {"--http"}, {"--http", "--listen", ":4000"}, {"--http", "--token-file", filepath.Join(home, "bridge.token")}} {
+			args := append([]string{"--client", string(client)}, form...)
+			code, stdout, stderr := run(t, d, args...)
+			if strings.Contains(stdout+stderr, token) {
+				t.Fatalf("%v printed the token:\n%s\n%s", args, stdout, stderr)
+			}
+			if client == mcpconfig.ClaudeDesktop && len(form) > 0 {
+				if code != 2 || stdout != "" {
+					t.Fatalf("%v: code %d, stdout %q; want 2 and nothing", args, code, stdout)
+				}
+				continue
+			}
+			if code != 0 {
+				t.Fatalf("%v: code %d: %s", args, code, stderr)
+			}
+			got := parse(t, t.TempDir(), client, stdout)
+			if len(form) == 0 && (got.Command != exe || strings.Join(got.Args, " ") != "mcp --home "+home) {
+				t.Fatalf("%v: the host runs %q %q, want %q mcp --home %q", args, got.Command, got.Args, exe, home)
+			}
+		}
+		if client == mcpconfig.ClaudeDesktop {
+			continue
+		}
+		code, stdout, stderr := run(t, d, "--client", string(client), "--http", "--show-token")
+		if code != 0 {
+			t.Fatalf("%s --show-token: code %d: %s", client, code, stderr)
+		}
+		if got := parse(t, t.TempDir(), client, stdout); got.Auth != "Bearer "+token || got.URL != "http://127.0.0.1:3210/mcp" {
+			t.Fatalf("%s --show-token: the host sends %q to %q", client, got.Auth, got.URL)
+		}
+		if strings.Contains(stderr, token) {
+			t.Fatalf("%s --show-token: the note holds the token: %s", client, stderr)
+		}
+	}
+}
+
+// TestMainNamesThisBinaryAndRegistry: the config names the binary with
+// symlinks resolved and the registry as an absolute path, wherever the
+// host starts it from.
+func TestMainNamesThisBinaryAndRegistry(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real", "cua-bridge")
+	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(real, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "cua-bridge")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	t.Setenv("CUA_HOME", "rel-home")
+	cases := []struct {
+		args     []string
+		wantHome string
+	}{
+		{nil, filepath.Join(dir, "rel-home")},
+		{[]string{"--home", "other"}, filepath.Join(dir, "other")},
+		{[]string{"--home", "/abs/h"}, "/abs/h"},
+	}
+	for _, c := range cases {
+		code, stdout, stderr := run(t, defaults(link), append([]string{"--client", "codex"}, c.args...)...)
+		if code != 0 {
+			t.Fatalf("%v: %d %s", c.args, code, stderr)
+		}
+		got := parse(t, dir, mcpconfig.Codex, stdout)
+		if got.Command != real || strings.Join(got.Args, "\x00") != "mcp\x00--home\x00"+c.wantHome {
+			t.Fatalf("%v: the host runs %q %q, want %q mcp --home %q", c.args, got.Command, got.Args, real, c.wantHome)
+		}
+	}
+
+	// With no Executable given, it is this process's own.
+	code, stdout, _ := run(t, defaults(""))
+	self, _ := os.Executable()
+	self, _ = filepath.EvalSymlinks(self)
+	if got := parse(t, dir, mcpconfig.Generic, stdout); code != 0 || got.Command != self {
+		t.Fatalf("default: code %d, command %q, want %q", code, got.Command, self)
+	}
+}
+
+// TestMainURL: the URL is where serve listens, a wildcard address reached
+// through loopback of its family.
+func TestMainURL(t *testing.T) {
+	registryWithToken(t)
+	for listen, want := range map[string]string{
+		"":                 "http://127.0.0.1:3210/mcp", // serve's default
+		"127.0.0.1:4000":   "http://127.0.0.1:4000/mcp",
+		":4000":            "http://127.0.0.1:4000/mcp",
+		"0.0.0.0:4000":     "http://127.0.0.1:4000/mcp",
+		"[::]:4000":        "http://[::1]:4000/mcp",
+		"[::1]:4000":       "http://[::1]:4000/mcp",
+		"localhost:4000":   "http://localhost:4000/mcp",
+		"192.168.1.9:4000": "http://192.168.1.9:4000/mcp",
+	} {
+		args := []string{"--http"}
+		if listen != "" {
+			args = append(args, "--listen", listen)
+		}
+		code, stdout, stderr := run(t, defaults("/bin/sh"), args...)
+		if code != 0 {
+			t.Fatalf("--listen %q: %d %s", listen, code, stderr)
+		}
+		if got := parse(t, t.TempDir(), mcpconfig.Generic, stdout).URL; got != want {
+			t.Errorf("--listen %q: URL %q, want %q", listen, got, want)
+		}
+	}
+}
+
+func TestMainRefusesBadInput(t *testing.T) {
+	home, _ := registryWithToken(t)
+	missing := filepath.Join(home, "nope.token")
+	cases := []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"--client", "zed"}, 2, `unknown client "zed"`},
+		{[]string{"extra"}, 2, `unexpected argument "extra"`},
+		{[]string{"--show-token"}, 2, "only apply with --http"},
+		{[]string{"--listen", ":1"}, 2, "only apply with --http"},
+		{[]string{"--token-file", missing}, 2, "only apply with --http"},
+		{[]string{"--client", "claude-desktop", "--http"}, 2, "hint: drop --http"},
+		{[]string{"--http", "--listen", "3210"}, 2, "is not HOST:PORT"},
+		{[]string{"--http", "--listen", "127.0.0.1:0"}, 2, "port 0"},
+		{[]string{"--http", "--show-token", "--token-file", missing}, 1, "not_found"},
+		{[]string{"--no-such-flag"}, 2, "flag provided but not defined"},
+	}
+	for _, c := range cases {
+		code, stdout, stderr := run(t, defaults("/bin/sh"), c.args...)
+		if code != c.code || stdout != "" || !strings.Contains(stderr, c.stderr) {
+			t.Errorf("%v: code %d, stdout %q, stderr %q; want %d, nothing, %q", c.args, code, stdout, stderr, c.code, c.stderr)
+		}
+	}
+}
+
+// TestMainSaysWhenTheTokenFileIsMissing: the config still comes (the token
+// is not needed to write it), with a note on where it will come from.
+func TestMainSaysWhenTheTokenFileIsMissing(t *testing.T) {
+	t.Setenv("CUA_HOME", t.TempDir())
+	code, stdout, stderr := run(t, defaults("/bin/sh"), "--client", "cursor", "--http")
+	if code != 0 || stdout == "" || !strings.Contains(stderr, "does not exist yet") {
+		t.Fatalf("code %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	code, _, stderr = run(t, defaults("/bin/sh"), "--client", "cursor", "--http", "--token-file", "/nonexistent/t")
+	if code != 0 || !strings.Contains(stderr, "needs it to hold the token") {
+		t.Fatalf("explicit missing file: code %d, stderr %q", code, stderr)
+	}
+}
