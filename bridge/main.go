@@ -40,7 +40,8 @@ MCP server:
   mcp                               serve MCP over stdio
   serve [--listen ADDR] [--token-file FILE]
                                     serve MCP over streamable HTTP at /mcp (default 127.0.0.1:3210)
-  mcp-config [--client NAME] [--http] print the config that connects an MCP host to this bridge
+  mcp-config [--client NAME] [--http]
+                                    print the config that connects an MCP host to this bridge
                                     (claude-code, claude-desktop, cursor, vscode, codex, generic)
 Human CLI:
   space add|ls|rm ...               manage registered Spaces

@@ -54,7 +54,7 @@ func Main(args []string, d Defaults, stdout, stderr io.Writer) int {
 	}
 	client := fl.String("client", string(Generic), "the MCP host to configure")
 	home := fl.String("home", "", "registry directory (default $CUA_HOME or ~/.cua)")
-	useHTTP := fl.Bool("http", false, "the streamable-HTTP form, for a running `cua-bridge serve`, instead of stdio")
+	useHTTP := fl.Bool("http", false, "the streamable-HTTP form, for a running cua-bridge serve, instead of stdio")
 	listen := fl.String("listen", d.Listen, "the address serve listens on (with --http)")
 	tokenFile := fl.String("token-file", "", "serve's token file (with --http; default $CUA_HOME/"+d.TokenFileName+")")
 	showToken := fl.Bool("show-token", false, "write the token itself into the config (with --http)")

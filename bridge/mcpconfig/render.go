@@ -76,16 +76,24 @@ type Config struct {
 
 // Render writes the configuration of client for s.
 func Render(client Client, s Server) (Config, error) {
-	for _, f := range []struct{ name, v string }{{"bridge path", s.Command}, {"registry directory", s.Home}, {"URL", s.URL}, {"token", s.Token}, {"token file", s.TokenFile}} {
+	for _, f := range []struct {
+		name, v string
+		secret  bool
+	}{{"bridge path", s.Command, false}, {"registry directory", s.Home, false}, {"URL", s.URL, false}, {"token", s.Token, true}, {"token file", s.TokenFile, false}} {
+		what := fmt.Sprintf("the %s %q", f.name, f.v)
+		if f.secret {
+			// An error message is no place for the secret itself.
+			what = "the " + f.name
+		}
 		// JSON and TOML text is UTF-8: a path that is not would be changed
 		// on the way (JSON) or refused (TOML), and name another file.
 		if !utf8.ValidString(f.v) {
-			return Config{}, api.Errorf(api.KindInvalidArgument, "the %s %q is not valid UTF-8, which a host's JSON or TOML config cannot hold", f.name, f.v).
+			return Config{}, api.Errorf(api.KindInvalidArgument, "%s is not valid UTF-8, which a host's JSON or TOML config cannot hold", what).
 				WithHint("use a path whose name is valid UTF-8")
 		}
 		// No path, URL or token holds a NUL, and no argv can carry one.
 		if strings.ContainsRune(f.v, 0) {
-			return Config{}, api.Errorf(api.KindInvalidArgument, "the %s %q holds a NUL byte", f.name, f.v).WithHint("")
+			return Config{}, api.Errorf(api.KindInvalidArgument, "%s holds a NUL byte", what).WithHint("")
 		}
 	}
 	if s.URL == "" && (s.Command == "" || s.Home == "") {

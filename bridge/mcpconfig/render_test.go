@@ -299,6 +299,11 @@ func TestRenderRefusesWhatNoConfigCanHold(t *testing.T) {
 			}
 		}
 	}
+	// A bad token is refused without being shown.
+	_, err := mcpconfig.Render(mcpconfig.Generic, mcpconfig.Server{URL: "http://127.0.0.1:1/mcp", Token: "secret\xff"})
+	if api.KindOf(err) != api.KindInvalidArgument || strings.Contains(err.Error(), "secret") {
+		t.Errorf("bad token: %v", err)
+	}
 	if _, err := mcpconfig.Render("zed", mcpconfig.Server{Command: "/b", Home: "/h"}); api.KindOf(err) != api.KindInvalidArgument {
 		t.Errorf("unknown client: %v", err)
 	}
