@@ -78,7 +78,7 @@ or, with the same CUA_HOME:  CUA_HOME=$CUA_HOME bin/cua-bridge exec local -- una
 Ctrl-C stops both.
 MSG
 
-# The MCP host config for this bridge (issue 16): paste-ready, so with the
+# The MCP host config for this bridge: paste-ready, so with the
 # token, which this throwaway setup prints above anyway.
 echo
 echo "MCP host config (bin/cua-bridge mcp-config --http --listen 127.0.0.1:$bridge_port --token-file $state/bridge.token --show-token;"
