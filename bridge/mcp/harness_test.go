@@ -34,10 +34,20 @@ type env struct {
 	logMu  *sync.Mutex
 }
 
-func newEnv(t testing.TB) *env {
+// envOptions adjust newEnvWith.
+type envOptions struct {
+	// clients is the registry's client factory (nil = the plain one).
+	clients registry.ClientFactory
+	// daemon adjusts the test spacesd.
+	daemon spacesdtest.Options
+}
+
+func newEnv(t testing.TB) *env { return newEnvWith(t, envOptions{}) }
+
+func newEnvWith(t testing.TB, o envOptions) *env {
 	t.Helper()
-	d := spacesdtest.Start(t, spacesdtest.Options{})
-	reg, err := registry.Open(t.TempDir())
+	d := spacesdtest.Start(t, o.daemon)
+	reg, err := registry.Open(t.TempDir(), registry.WithClients(o.clients))
 	if err != nil {
 		t.Fatal(err)
 	}
