@@ -114,8 +114,10 @@ func All() []*Tool {
 		addSpaceTool(), removeSpaceTool(), listSpacesTool(), spaceCapabilitiesTool(),
 		spaceBashTool(), spaceReadTool(), spaceWriteTool(), spaceLsTool(),
 		uploadTool(), downloadTool(),
+		listSpaceWindowsTool(), focusSpaceWindowTool(), launchAppTool(), spaceScreenshotTool(),
+		spaceClickTool(), spaceMoveMouseTool(), spaceDragTool(), spaceScrollTool(),
+		spaceTypeTool(), spacePressKeyTool(),
 	}
-	ts = append(ts, desktopTools()...)
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
 	return ts
 }
