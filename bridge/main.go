@@ -128,7 +128,12 @@ func newBridge(home string, roots rootsFlag, tokenFile string, stderr io.Writer)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	deny := []hostfs.Deny{{Path: reg.Dir(), What: "$CUA_HOME"}}
+	// The tokens file is named apart from its folder so that a hard link
+	// to it elsewhere is refused by its identity too.
+	deny := []hostfs.Deny{
+		{Path: reg.Dir(), What: "$CUA_HOME"},
+		{Path: filepath.Join(reg.Dir(), registry.TokensFile), What: "the registry's tokens"},
+	}
 	if tokenFile != "" {
 		deny = append(deny, hostfs.Deny{Path: tokenFile, What: "the bridge's token file"})
 	}

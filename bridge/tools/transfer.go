@@ -99,6 +99,7 @@ func (c *Call) transferSession(tool string, upload bool) (*transfer.Session, err
 			WithHint("start the bridge with --root DIR")
 	}
 	var last float64
+	sent := false
 	report := func(p transfer.Progress) {
 		done, total := float64(p.Done), float64(p.Total)
 		if upload {
@@ -107,10 +108,10 @@ func (c *Call) transferSession(tool string, upload bool) (*transfer.Session, err
 			}
 			total *= 2
 		}
-		if done <= last && done != 0 {
+		if sent && done <= last {
 			return
 		}
-		last = done
+		sent, last = true, done
 		c.Progress(done, total, fmt.Sprintf("%s %s", p.Phase, p.Name))
 	}
 	return &transfer.Session{Client: c.Space.Client, Caps: c.Space.Caps, Host: c.deps.Host, Progress: report}, nil

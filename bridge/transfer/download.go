@@ -194,7 +194,8 @@ func (s *Session) downloadFile(ctx context.Context, src string, info *api.FileIn
 	if err != nil {
 		// Worth resuming: a cancel or a connection that broke. A local
 		// failure or a file that changed in the Space is not.
-		keep = o.KeepPartial && (ctx.Err() != nil || api.AsError(err).Retryable && !isLocal(err) && api.KindOf(err) != api.KindTransferFailed)
+		broken := api.AsError(err).Retryable && !isLocal(err) && api.KindOf(err) != api.KindTransferFailed
+		keep = o.KeepPartial && (ctx.Err() != nil || broken)
 		if ctx.Err() != nil {
 			return "", "", false, cancelled(ctx, "download of "+src, t.done, info.Size, keep)
 		}
