@@ -39,7 +39,7 @@ func sum(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:
 
 // session is a transfer with a real test daemon, through url (the daemon's
 // own, or a proxy in front of it).
-func session(t *testing.T, d *spacesdtest.Daemon, url string) *transfer.Session {
+func session(t testing.TB, d *spacesdtest.Daemon, url string) *transfer.Session {
 	t.Helper()
 	c, err := client.New(url, d.Token)
 	if err != nil {
