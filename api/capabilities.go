@@ -62,6 +62,15 @@ type Limits struct {
 	ExitRetentionSeconds int   `json:"exit_retention_seconds"`
 	MaxJSONBodyBytes     int64 `json:"max_json_body_bytes"`
 	UploadChunkBytes     int64 `json:"upload_chunk_bytes"`
+	// The desktop's bounds: clicks in one click call, wheel clicks per
+	// axis in one scroll, the largest max_dimension of a screenshot,
+	// characters (Unicode code points) in one type call, bytes of
+	// clipboard text. A call past one answers invalid_argument naming it.
+	MaxClickCount          int `json:"max_click_count"`
+	MaxScrollClicks        int `json:"max_scroll_clicks"`
+	MaxScreenshotDimension int `json:"max_screenshot_dimension"`
+	MaxTypeChars           int `json:"max_type_chars"`
+	MaxClipboardBytes      int `json:"max_clipboard_bytes"`
 }
 
 // Capabilities is the answer of GET /v1/capabilities.

@@ -22,6 +22,7 @@ import (
 	"syscall"
 
 	"github.com/trycua/cua-spacesd/bridge/cli"
+	"github.com/trycua/cua-spacesd/bridge/hostfs"
 	"github.com/trycua/cua-spacesd/bridge/mcp"
 	"github.com/trycua/cua-spacesd/bridge/mcpconfig"
 	"github.com/trycua/cua-spacesd/bridge/registry"
@@ -34,12 +35,18 @@ var version = "dev"
 // tokenFileName is where serve keeps its generated token under $CUA_HOME.
 const tokenFileName = "bridge.token"
 
+// envRoots lists the host folders the MCP tools may use (separated as PATH
+// is), when no --root flag is given.
+const envRoots = "CUA_BRIDGE_ROOTS"
+
 const usage = `usage: cua-bridge <command> [flags]
 
 MCP server:
-  mcp                               serve MCP over stdio
-  serve [--listen ADDR] [--token-file FILE]
+  mcp [--root DIR]...               serve MCP over stdio
+  serve [--listen ADDR] [--token-file FILE] [--root DIR]...
                                     serve MCP over streamable HTTP at /mcp (default 127.0.0.1:3210)
+                                    --root: a folder upload/download may use (repeatable; default
+                                    $CUA_BRIDGE_ROOTS, else the working directory; never $CUA_HOME)
   mcp-config [--client NAME] [--http]
                                     print the config that connects an MCP host to this bridge
                                     (claude-code, claude-desktop, cursor, vscode, codex, generic)
@@ -89,15 +96,62 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return 2
 }
 
-// newBridge opens the registry and builds the MCP server. Logs go to stderr
-// as JSON: stdout belongs to the stdio transport.
-func newBridge(home string, stderr io.Writer) (*mcp.Bridge, *registry.Registry, *slog.Logger, error) {
+// rootsFlag collects repeated --root flags.
+type rootsFlag []string
+
+func (r *rootsFlag) String() string     { return strings.Join(*r, string(os.PathListSeparator)) }
+func (r *rootsFlag) Set(v string) error { *r = append(*r, v); return nil }
+
+// hostRoots are the folders the MCP tools may use: the --root flags, else
+// $CUA_BRIDGE_ROOTS, else the working directory.
+func hostRoots(flags rootsFlag) ([]string, error) {
+	if len(flags) > 0 {
+		return flags, nil
+	}
+	if v := os.Getenv(envRoots); v != "" {
+		var roots []string
+		for _, r := range filepath.SplitList(v) {
+			if r != "" {
+				roots = append(roots, r)
+			}
+		}
+		return roots, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("no working directory to serve as root (pass --root DIR): %w", err)
+	}
+	return []string{wd}, nil
+}
+
+// newBridge opens the registry and builds the MCP server, its tools
+// confined to roots and kept out of the registry and the token file. Logs
+// go to stderr as JSON: stdout belongs to the stdio transport.
+func newBridge(home string, roots rootsFlag, tokenFile string, stderr io.Writer) (*mcp.Bridge, *registry.Registry, *slog.Logger, error) {
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	reg, err := registry.Open(home)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	b, err := mcp.New(mcp.Config{Deps: tools.NewDeps(reg, log), Logger: log, Version: version})
+	dirs, err := hostRoots(roots)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// The tokens file is named apart from its folder so that a hard link
+	// to it elsewhere is refused by its identity too.
+	deny := []hostfs.Deny{
+		{Path: reg.Dir(), What: "$CUA_HOME"},
+		{Path: filepath.Join(reg.Dir(), registry.TokensFile), What: "the registry's tokens"},
+	}
+	if tokenFile != "" {
+		deny = append(deny, hostfs.Deny{Path: tokenFile, What: "the bridge's token file"})
+	}
+	host, err := hostfs.Confined(dirs, deny...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	log.Info("host folders of the tools", "roots", host.Roots())
+	b, err := mcp.New(mcp.Config{Deps: tools.NewDeps(reg, log, tools.WithHost(host)), Logger: log, Version: version})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -108,10 +162,12 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fl := flag.NewFlagSet("mcp", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	home := fl.String("home", "", "registry directory (default $CUA_HOME or ~/.cua)")
+	var roots rootsFlag
+	fl.Var(&roots, "root", "a folder upload/download may use (repeatable; default $"+envRoots+", else the working directory)")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
-	b, _, _, err := newBridge(*home, stderr)
+	b, _, _, err := newBridge(*home, roots, "", stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "cua-bridge mcp:", err)
 		return 1
@@ -129,17 +185,24 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	listen := fl.String("listen", mcp.DefaultListen, "address to serve MCP on")
 	tokenFile := fl.String("token-file", "", "file holding the bearer token (default: generated once under $CUA_HOME/"+tokenFileName+")")
 	home := fl.String("home", "", "registry directory (default $CUA_HOME or ~/.cua)")
+	var roots rootsFlag
+	fl.Var(&roots, "root", "a folder upload/download may use (repeatable; default $"+envRoots+", else the working directory)")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
-	b, reg, log, err := newBridge(*home, stderr)
+	regDir, err := registry.Home(*home)
 	if err != nil {
 		fmt.Fprintln(stderr, "cua-bridge serve:", err)
 		return 1
 	}
 	tf := *tokenFile
 	if tf == "" {
-		tf = filepath.Join(reg.Dir(), tokenFileName)
+		tf = filepath.Join(regDir, tokenFileName)
+	}
+	b, _, log, err := newBridge(*home, roots, tf, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "cua-bridge serve:", err)
+		return 1
 	}
 	token, err := loadOrCreateToken(tf, *tokenFile == "")
 	if err != nil {

@@ -43,6 +43,9 @@ type Env struct {
 	Stderr io.Writer
 	// Home is the registry directory ("" = $CUA_HOME or ~/.cua).
 	Home string
+	// Clients builds the client of a Space (nil = registry.PlainClients):
+	// the CLI reaches Spaces the way the MCP tools do.
+	Clients registry.ClientFactory
 }
 
 // Main runs one human subcommand with the process's stdin and returns the
@@ -104,7 +107,9 @@ func (env Env) usage(format string, args ...any) int {
 	return ExitUsage
 }
 
-func (env Env) registry() (*registry.Registry, error) { return registry.Open(env.Home) }
+func (env Env) registry() (*registry.Registry, error) {
+	return registry.Open(env.Home, registry.WithClients(env.Clients))
+}
 
 // client resolves a Space id in the registry and returns its client.
 func (env Env) client(id string) (*client.Client, registry.Entry, error) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
@@ -159,6 +160,10 @@ func TestCpDownloadResumeIsVerified(t *testing.T) {
 func TestCpArguments(t *testing.T) {
 	s := startSpace(t, spacesdtest.Options{})
 	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -169,7 +174,8 @@ func TestCpArguments(t *testing.T) {
 		{"relative remote", []string{"a", "dev:a"}, "must be absolute"},
 		{"missing local", []string{filepath.Join(dir, "nope"), "dev:/tmp/x"}, "no such file"},
 		{"missing remote", []string{"dev:" + filepath.Join(dir, "nope"), dir + "/x"}, "not_found"},
-		{"remote dir", []string{"dev:" + dir, dir + "/x"}, "not a file"},
+		{"remote FIFO", []string{"dev:" + fifo, dir + "/x"}, "not a file or folder"},
+		{"local FIFO", []string{fifo, "dev:" + dir + "/y"}, "not a regular file or folder"},
 		{"unknown Space", []string{"nope:/a", dir + "/x"}, "no space named"},
 		{"one argument", []string{"a"}, "usage"},
 	}
@@ -210,5 +216,63 @@ func TestCpDownloadVerifiedWithoutHashTool(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(local + "/g.bin"); !bytes.Equal(got, data) {
 		t.Fatal("resumed download differs")
+	}
+}
+
+// cp copies folders both ways: every file, its mode, empty folders, and a
+// symlink in the Space comes back as the same symlink.
+func TestCpFolders(t *testing.T) {
+	s := startSpace(t, spacesdtest.Options{})
+	local, remote := t.TempDir(), t.TempDir()
+	tree := filepath.Join(local, "tree")
+	for _, d := range []string{"a/b", "empty"} {
+		if err := os.MkdirAll(filepath.Join(tree, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(tree, "a", "one.txt"), []byte("1"), 0o644)
+	os.WriteFile(filepath.Join(tree, "a", "b", "run.sh"), []byte("#!/bin/sh\n"), 0o755)
+	r := run(t.Context(), s.home, "", "cp", tree, "dev:"+remote)
+	if r.code != 0 || !strings.Contains(r.stdout, "2 files") || !strings.Contains(r.stdout, "verified in Space") {
+		t.Fatalf("folder upload: %+v", r)
+	}
+	up := filepath.Join(remote, "tree")
+	if b, _ := os.ReadFile(filepath.Join(up, "a", "b", "run.sh")); string(b) != "#!/bin/sh\n" {
+		t.Fatalf("uploaded run.sh = %q", b)
+	}
+	if fi, err := os.Stat(filepath.Join(up, "empty")); err != nil || !fi.IsDir() {
+		t.Fatalf("empty folder not uploaded: %v", err)
+	}
+	// Without --force an existing folder is refused, files untouched.
+	if r := run(t.Context(), s.home, "", "cp", tree, "dev:"+remote); r.code == 0 || !strings.Contains(r.stderr, "exists; pass --force") {
+		t.Fatalf("second upload: %+v", r)
+	}
+	if err := os.Symlink("a/one.txt", filepath.Join(up, "link")); err != nil {
+		t.Fatal(err)
+	}
+
+	back := filepath.Join(local, "back")
+	r = run(t.Context(), s.home, "", "cp", "dev:"+up, back)
+	if r.code != 0 || !strings.Contains(r.stdout, "2 files") || !strings.Contains(r.stdout, "1 symlinks") || !strings.Contains(r.stdout, " verified") {
+		t.Fatalf("folder download: %+v", r)
+	}
+	if fi, err := os.Stat(filepath.Join(back, "a", "b", "run.sh")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("run.sh: %v %v", fi, err)
+	}
+	if target, err := os.Readlink(filepath.Join(back, "link")); err != nil || target != "a/one.txt" {
+		t.Fatalf("link: %q %v", target, err)
+	}
+	if fi, err := os.Stat(filepath.Join(back, "empty")); err != nil || !fi.IsDir() {
+		t.Fatalf("empty folder not downloaded: %v", err)
+	}
+	// A folder is never replaced (here local/tree, the source of the
+	// upload), --force or not, and nothing is left behind.
+	for _, args := range [][]string{{"cp", "dev:" + up, local}, {"cp", "--force", "dev:" + up, local + "/"}} {
+		if r := run(t.Context(), s.home, "", args...); r.code == 0 || !strings.Contains(r.stderr, "never replaces a folder") {
+			t.Fatalf("%v: %+v", args, r)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(local, ".*cua-part*")); len(left) != 0 {
+		t.Fatalf("temporary folders left behind: %v", left)
 	}
 }

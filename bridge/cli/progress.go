@@ -87,19 +87,3 @@ func humanBytes(n float64) string {
 	}
 	return fmt.Sprintf("%.1f %s", n, units[i])
 }
-
-// countingReader reports the bytes read through it so far.
-type countingReader struct {
-	r      io.Reader
-	n      int64
-	report func(int64)
-}
-
-func (c *countingReader) Read(b []byte) (int, error) {
-	n, err := c.r.Read(b)
-	c.n += int64(n)
-	if c.report != nil {
-		c.report(c.n)
-	}
-	return n, err
-}

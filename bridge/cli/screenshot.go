@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/bridge/hostfs"
+	"github.com/trycua/cua-spacesd/bridge/transfer"
 )
 
 const screenshotUsage = "screenshot SPACE -o FILE [--window ID] [--max-dimension N] [--force]"
@@ -59,27 +61,13 @@ func (env Env) runScreenshot(ctx context.Context, args []string) int {
 	return ExitOK
 }
 
-// writeNew writes a file atomically (temp file, fsync, then place) and,
-// without force, never over an existing one.
+// writeNew writes a file atomically (temp file, fsync, then one step into
+// place) and, without force, never over an existing one.
 func writeNew(dest string, data []byte, force bool) error {
-	f, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".*"+partialSuffix)
-	if err != nil {
-		return api.Errorf(api.KindIO, "create %s: %w", dest, err)
+	policy := transfer.Refuse
+	if force {
+		policy = transfer.Replace
 	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp, 0o644)
-	}
-	if werr != nil {
-		return api.Errorf(api.KindIO, "write %s: %w", dest, werr)
-	}
-	return place(tmp, dest, force)
+	_, err := transfer.Save(hostfs.Unconfined(), dest, data, 0o644, policy)
+	return cpError(err)
 }

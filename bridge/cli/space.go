@@ -73,11 +73,15 @@ func (env Env) spaceAdd(ctx context.Context, args []string) int {
 	if err != nil {
 		return env.fail(ExitFailure, err)
 	}
+	reg, err := env.registry()
+	if err != nil {
+		return env.fail(ExitFailure, err)
+	}
 	st := spaceStatus{}
 	if !*noVerify {
 		// Ask before registering: a wrong URL or token is better refused now
 		// than found at the first use.
-		c, err := client.New(norm, tok)
+		c, err := reg.ClientFor(registry.Entry{Name: name, URL: norm, Token: tok})
 		if err != nil {
 			return env.fail(ExitFailure, err)
 		}
@@ -85,10 +89,6 @@ func (env Env) spaceAdd(ctx context.Context, args []string) int {
 		if st.err != nil {
 			return env.fail(ExitFailure, st.err)
 		}
-	}
-	reg, err := env.registry()
-	if err != nil {
-		return env.fail(ExitFailure, err)
 	}
 	e, err := reg.Add(ctx, name, norm, tok)
 	if err != nil {
@@ -156,7 +156,7 @@ func (env Env) spaceLs(ctx context.Context, args []string) int {
 	var wg sync.WaitGroup
 	for i, e := range entries {
 		rows[i] = spaceRow{Name: e.Name, URL: e.URL}
-		c, err := client.New(e.URL, e.Token)
+		c, err := reg.ClientFor(e)
 		if err != nil {
 			rows[i].Status = string(api.KindOf(err))
 			continue

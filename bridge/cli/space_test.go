@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trycua/cua-spacesd/api/client"
+	"github.com/trycua/cua-spacesd/bridge/cli"
+	"github.com/trycua/cua-spacesd/bridge/registry"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -112,5 +116,35 @@ func TestSpaceAddNoVerifyOffline(t *testing.T) {
 	r := run(t.Context(), home, "", "space", "ls")
 	if !strings.Contains(r.stdout, "gone") || !strings.Contains(r.stdout, "no (env)") {
 		t.Fatalf("offline Space not shown offline:\n%s", r.stdout)
+	}
+}
+
+// The CLI takes its clients from Env.Clients, as the MCP tools take theirs
+// from the registry's factory: a Space at a URL nothing answers on (a relay
+// Space's) is added, listed and used through the factory's dialer.
+func TestCommandsReachSpacesThroughTheFactory(t *testing.T) {
+	d := spacesdtest.Start(t, spacesdtest.Options{})
+	daemonAddr := strings.TrimPrefix(d.URL, "http://")
+	env := cli.Env{Stdin: strings.NewReader(""), Home: t.TempDir(),
+		Clients: func(e registry.Entry) (*client.Client, error) {
+			return client.New(e.URL, e.Token, client.WithDialer(func(ctx context.Context, network, _ string) (net.Conn, error) {
+				var nd net.Dialer
+				return nd.DialContext(ctx, network, daemonAddr)
+			}))
+		}}
+	runWith := func(args ...string) result {
+		var out, errb syncBuffer
+		env.Stdout, env.Stderr = &out, &errb
+		code := cli.Run(t.Context(), env, args[0], args[1:])
+		return result{code, out.String(), errb.String()}
+	}
+	if r := runWith("space", "add", "far", "http://127.0.0.1:1", "--token", d.Token); r.code != 0 {
+		t.Fatalf("space add probed around the factory: %+v", r)
+	}
+	if r := runWith("space", "ls"); r.code != 0 || !strings.Contains(r.stdout, "yes") {
+		t.Fatalf("space ls probed around the factory: %+v", r)
+	}
+	if r := runWith("exec", "far", "--", "echo", "hi"); r.code != 0 || r.stdout != "hi\n" {
+		t.Fatalf("exec: %+v", r)
 	}
 }

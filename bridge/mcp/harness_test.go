@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/trycua/cua-spacesd/bridge/hostfs"
 	"github.com/trycua/cua-spacesd/bridge/mcp"
 	"github.com/trycua/cua-spacesd/bridge/registry"
 	"github.com/trycua/cua-spacesd/bridge/tools"
@@ -34,10 +36,32 @@ type env struct {
 	logMu  *sync.Mutex
 }
 
-func newEnv(t testing.TB) *env {
+// envOptions adjust newEnvWith.
+type envOptions struct {
+	// clients is the registry's client factory (nil = the plain one).
+	clients registry.ClientFactory
+	// daemon adjusts the test spacesd.
+	daemon spacesdtest.Options
+	// roots are the host folders the tools may use; default the folder
+	// holding every t.TempDir() of the test, the registry's home included
+	// (as a user's home holds ~/.cua).
+	roots []string
+}
+
+func newEnv(t testing.TB) *env { return newEnvWith(t, envOptions{}) }
+
+func newEnvWith(t testing.TB, o envOptions) *env {
 	t.Helper()
-	d := spacesdtest.Start(t, spacesdtest.Options{})
-	reg, err := registry.Open(t.TempDir())
+	d := spacesdtest.Start(t, o.daemon)
+	home := t.TempDir()
+	reg, err := registry.Open(home, registry.WithClients(o.clients))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.roots == nil {
+		o.roots = []string{filepath.Dir(home)}
+	}
+	host, err := hostfs.Confined(o.roots, hostfs.Deny{Path: home, What: "$CUA_HOME"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +71,7 @@ func newEnv(t testing.TB) *env {
 	logs := &bytes.Buffer{}
 	sw := &syncWriter{w: logs}
 	log := slog.New(slog.NewJSONHandler(sw, nil))
-	b, err := mcp.New(mcp.Config{Deps: tools.NewDeps(reg, log), Logger: log, Version: "test"})
+	b, err := mcp.New(mcp.Config{Deps: tools.NewDeps(reg, log, tools.WithHost(host)), Logger: log, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -138,19 +138,3 @@ func TestDownloadKeepsModes(t *testing.T) {
 		}
 	}
 }
-
-// TestUploadRefusesSpecialFiles: a device or FIFO is not a file to copy:
-// /dev/zero would be hashed forever (no cancel stops a local read), a FIFO
-// blocks its open, /dev/null would land as an empty file.
-func TestUploadRefusesSpecialFiles(t *testing.T) {
-	e := newEnv(t)
-	cs := e.client(t, nil)
-	dest := t.TempDir()
-	r := call(t, cs, "upload", map[string]any{"space": "s1", "path": "/dev/null", "dest": filepath.Join(dest, "null")})
-	if k := errKind(t, r); k != string(api.KindInvalidArgument) {
-		t.Fatalf("kind %s: %s", k, text(r))
-	}
-	if _, err := os.Lstat(filepath.Join(dest, "null")); err == nil {
-		t.Fatal("/dev/null landed in the Space")
-	}
-}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +20,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/trycua/cua-spacesd/api/client"
+	"github.com/trycua/cua-spacesd/bridge/registry"
 	"github.com/trycua/cua-spacesd/bridge/tools"
 )
 
@@ -308,5 +311,39 @@ func TestCancelStopsBash(t *testing.T) {
 	// The session still works.
 	if r := call(t, cs, "space_bash", map[string]any{"space": "s1", "command": "echo ok"}); r.IsError {
 		t.Fatal(text(r))
+	}
+}
+
+// Every client the tools use comes from the registry's factory: the probe of
+// add_space and list_spaces as much as a tool's call. The Space's URL cannot
+// be dialled; only the factory's dialer (as a relay's will) reaches it.
+func TestToolsReachSpacesThroughTheFactory(t *testing.T) {
+	var daemonAddr atomic.Value
+	var dials atomic.Int64
+	e := newEnvWith(t, envOptions{clients: func(en registry.Entry) (*client.Client, error) {
+		return client.New(en.URL, en.Token, client.WithDialer(func(ctx context.Context, network, _ string) (net.Conn, error) {
+			dials.Add(1)
+			var nd net.Dialer
+			return nd.DialContext(ctx, network, daemonAddr.Load().(string))
+		}))
+	}})
+	daemonAddr.Store(strings.TrimPrefix(e.daemon.URL, "http://"))
+	cs := e.client(t, nil)
+	r := call(t, cs, "add_space", map[string]any{"url": "http://127.0.0.1:1", "token": e.daemon.Token, "name": "far"})
+	if r.IsError {
+		t.Fatalf("add_space probed around the factory: %s", text(r))
+	}
+	var listed struct{ Spaces []tools.SpaceView }
+	structured(t, call(t, cs, "list_spaces", map[string]any{}), &listed)
+	for _, v := range listed.Spaces {
+		if !v.Online {
+			t.Errorf("list_spaces probed %s around the factory: %s", v.Space, v.Error)
+		}
+	}
+	if r := call(t, cs, "space_bash", map[string]any{"space": "far", "command": "echo hi"}); r.IsError || !strings.Contains(text(r), "hi") {
+		t.Fatalf("space_bash: %s", text(r))
+	}
+	if dials.Load() == 0 {
+		t.Fatal("the factory's dialer was never used")
 	}
 }

@@ -37,7 +37,7 @@ const (
 	exitUsage   = 2
 )
 
-const usageText = `usage: cua-bridge mcp-config [--client NAME] [--home DIR]
+const usageText = `usage: cua-bridge mcp-config [--client NAME] [--home DIR] [--root DIR]...
        cua-bridge mcp-config [--client NAME] [--home DIR] --http [--listen ADDR] [--token-file FILE] [--show-token]
 
 Prints the configuration that connects an MCP host to this cua-bridge (stdout)
@@ -58,6 +58,8 @@ func Main(args []string, d Defaults, stdout, stderr io.Writer) int {
 	listen := fl.String("listen", d.Listen, "the address serve listens on (with --http)")
 	tokenFile := fl.String("token-file", "", "serve's token file (with --http; default $CUA_HOME/"+d.TokenFileName+")")
 	showToken := fl.Bool("show-token", false, "write the token itself into the config (with --http)")
+	var roots rootList
+	fl.Var(&roots, "root", "a host folder the upload and download tools may use (repeatable; default: this working directory; stdio form only: serve has its own)")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -77,9 +79,14 @@ func Main(args []string, d Defaults, stdout, stderr io.Writer) int {
 		if len(httpOnly) > 0 {
 			return usageError(stderr, "%v only apply with --http", httpOnly)
 		}
+	} else if len(roots) > 0 {
+		return usageError(stderr, "--root applies to the stdio form: give it to `cua-bridge serve`, which runs the HTTP form")
 	}
 
 	srv, notes, err := server(d, *home, *useHTTP, *listen, *tokenFile, *showToken)
+	if err == nil && !*useHTTP {
+		srv.Roots, err = absRoots(roots)
+	}
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -198,4 +205,26 @@ func fail(stderr io.Writer, err error) int {
 		return exitUsage
 	}
 	return exitFailure
+}
+
+// rootList is the repeatable --root flag.
+type rootList []string
+
+func (r *rootList) String() string     { return fmt.Sprint(*r) }
+func (r *rootList) Set(v string) error { *r = append(*r, v); return nil }
+
+// absRoots makes the roots absolute; none means the working directory.
+func absRoots(roots []string) ([]string, error) {
+	if len(roots) == 0 {
+		roots = []string{"."}
+	}
+	out := make([]string, 0, len(roots))
+	for _, r := range roots {
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			return nil, api.Errorf(api.KindEnv, "--root %s: %w", r, err)
+		}
+		out = append(out, abs)
+	}
+	return out, nil
 }

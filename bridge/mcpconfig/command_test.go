@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,6 +64,10 @@ func TestMainNeverPrintsTheTokenUnlessAsked(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := defaults(exe)
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, client := range mcpconfig.Clients() {
 		for _, form := range [][]string{nil, {"--http"}, {"--http", "--listen", ":4000"}, {"--http", "--token-file", filepath.Join(home, "bridge.token")}} {
 			args := append([]string{"--client", string(client)}, form...)
@@ -80,8 +85,8 @@ func TestMainNeverPrintsTheTokenUnlessAsked(t *testing.T) {
 				t.Fatalf("%v: code %d: %s", args, code, stderr)
 			}
 			got := parse(t, t.TempDir(), client, stdout)
-			if len(form) == 0 && (got.Command != exe || strings.Join(got.Args, " ") != "mcp --home "+home) {
-				t.Fatalf("%v: the host runs %q %q, want %q mcp --home %q", args, got.Command, got.Args, exe, home)
+			if len(form) == 0 && (got.Command != exe || strings.Join(got.Args, " ") != "mcp --home "+home+" --root "+wd) {
+				t.Fatalf("%v: the host runs %q %q, want %q mcp --home %q --root %q", args, got.Command, got.Args, exe, home, wd)
 			}
 		}
 		if client == mcpconfig.ClaudeDesktop {
@@ -101,8 +106,9 @@ func TestMainNeverPrintsTheTokenUnlessAsked(t *testing.T) {
 }
 
 // TestMainNamesThisBinaryAndRegistry: the config names the binary with
-// symlinks resolved and the registry as an absolute path, wherever the
-// host starts it from.
+// symlinks resolved, and the registry and the tools' roots (the working
+// directory unless --root says) as absolute paths, wherever the host
+// starts it from.
 func TestMainNamesThisBinaryAndRegistry(t *testing.T) {
 	dir := t.TempDir()
 	real := filepath.Join(dir, "real", "cua-bridge")
@@ -119,12 +125,13 @@ func TestMainNamesThisBinaryAndRegistry(t *testing.T) {
 	t.Chdir(dir)
 	t.Setenv("CUA_HOME", "rel-home")
 	cases := []struct {
-		args     []string
-		wantHome string
+		args      []string
+		wantHome  string
+		wantRoots []string
 	}{
-		{nil, filepath.Join(dir, "rel-home")},
-		{[]string{"--home", "other"}, filepath.Join(dir, "other")},
-		{[]string{"--home", "/abs/h"}, "/abs/h"},
+		{nil, filepath.Join(dir, "rel-home"), []string{dir}},
+		{[]string{"--home", "other"}, filepath.Join(dir, "other"), []string{dir}},
+		{[]string{"--home", "/abs/h", "--root", "work", "--root", "/srv/data"}, "/abs/h", []string{filepath.Join(dir, "work"), "/srv/data"}},
 	}
 	for _, c := range cases {
 		code, stdout, stderr := run(t, defaults(link), append([]string{"--client", "codex"}, c.args...)...)
@@ -132,8 +139,12 @@ func TestMainNamesThisBinaryAndRegistry(t *testing.T) {
 			t.Fatalf("%v: %d %s", c.args, code, stderr)
 		}
 		got := parse(t, dir, mcpconfig.Codex, stdout)
-		if got.Command != real || strings.Join(got.Args, "\x00") != "mcp\x00--home\x00"+c.wantHome {
-			t.Fatalf("%v: the host runs %q %q, want %q mcp --home %q", c.args, got.Command, got.Args, real, c.wantHome)
+		want := []string{"mcp", "--home", c.wantHome}
+		for _, r := range c.wantRoots {
+			want = append(want, "--root", r)
+		}
+		if got.Command != real || !slices.Equal(got.Args, want) {
+			t.Fatalf("%v: the host runs %q %q, want %q %q", c.args, got.Command, got.Args, real, want)
 		}
 	}
 

@@ -56,6 +56,11 @@ type Server struct {
 	// (absolute): the stdio form runs `Command mcp --home Home`.
 	Command string
 	Home    string
+	// Roots are the host folders the upload and download tools may use
+	// (`mcp --root`). The host starts the bridge from a directory of its
+	// own choosing, so the config names them rather than leaving the
+	// bridge's default (its working directory) to chance.
+	Roots []string
 	// URL, when set, asks for the streamable-HTTP form instead of stdio.
 	URL string
 	// Token is written into the config only when set (--show-token);
@@ -140,10 +145,13 @@ func clientList() string {
 // stdioArgs are the bridge's arguments in the stdio form. --home rather than
 // a CUA_HOME entry in the host's env: every host passes arguments the same
 // way, and `claude mcp add -e` swallows the server name that follows it.
-//
-// TODO(lead): when `cua-bridge mcp` gains its --root flag (MCP host-path
-// confinement, bridge helper), decide whether the config should pass one.
-func stdioArgs(s Server) []string { return []string{"mcp", "--home", s.Home} }
+func stdioArgs(s Server) []string {
+	args := []string{"mcp", "--home", s.Home}
+	for _, r := range s.Roots {
+		args = append(args, "--root", r)
+	}
+	return args
+}
 
 // bearer is the Authorization header value: the token itself only when the
 // caller asked for it, otherwise ref (the host's indirection).

@@ -63,7 +63,30 @@ func (e Entry) ID() string { return e.Name }
 // files on every call, so two Registry values (or processes) on the same home
 // always agree after a change returns.
 type Registry struct {
-	home string
+	home    string
+	clients ClientFactory
+}
+
+// ClientFactory builds the client of a Space's spacesd. It is the one place
+// that decides how a Space is reached: a relay Space gets a client whose
+// dialer goes through the relay (client.WithDialer), a direct one the plain
+// client.
+type ClientFactory func(Entry) (*client.Client, error)
+
+// PlainClients reaches every Space at its URL directly.
+func PlainClients(e Entry) (*client.Client, error) { return client.New(e.URL, e.Token) }
+
+// Option adjusts a Registry.
+type Option func(*Registry)
+
+// WithClients makes every client of the registry's Spaces come from f
+// (default PlainClients).
+func WithClients(f ClientFactory) Option {
+	return func(r *Registry) {
+		if f != nil {
+			r.clients = f
+		}
+	}
 }
 
 type spacesDoc struct {
@@ -90,7 +113,7 @@ func Home(home string) (string, error) {
 }
 
 // Open opens (and creates) the registry under home ("" = $CUA_HOME or ~/.cua).
-func Open(home string) (*Registry, error) {
+func Open(home string, opts ...Option) (*Registry, error) {
 	dir, err := Home(home)
 	if err != nil {
 		return nil, err
@@ -98,7 +121,11 @@ func Open(home string) (*Registry, error) {
 	if err := os.MkdirAll(dir, homeMode); err != nil {
 		return nil, api.Errorf(api.KindIO, "create registry directory %s: %w", dir, err)
 	}
-	return &Registry{home: dir}, nil
+	r := &Registry{home: dir, clients: PlainClients}
+	for _, o := range opts {
+		o(r)
+	}
+	return r, nil
 }
 
 // Dir is the registry's directory.
@@ -201,12 +228,16 @@ func (r *Registry) Client(id string) (*client.Client, Entry, error) {
 	if err != nil {
 		return nil, Entry{}, err
 	}
-	c, err := client.New(e.URL, e.Token)
+	c, err := r.ClientFor(e)
 	if err != nil {
 		return nil, Entry{}, err
 	}
 	return c, e, nil
 }
+
+// ClientFor returns a client of e's spacesd, registered or not (a Space is
+// probed before it is added), from the registry's client factory.
+func (r *Registry) ClientFor(e Entry) (*client.Client, error) { return r.clients(e) }
 
 func resolve(s *spacesDoc, t *tokensDoc, id string) (Entry, error) {
 	id = strings.TrimSpace(id)

@@ -3,6 +3,7 @@ package registry_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +13,9 @@ import (
 	"testing"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/bridge/registry"
+	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
 // helperEnv makes the test binary act as a second bridge process that adds
@@ -235,3 +238,51 @@ func TestConcurrentBridges(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// A Space whose URL cannot be dialled (as a relay Space's cannot) is still
+// reached when the registry's client factory says how: every client of the
+// registry comes from it.
+func TestClientFactoryReachesTheSpace(t *testing.T) {
+	d := spacesdtest.Start(t, spacesdtest.Options{})
+	daemonAddr := strings.TrimPrefix(d.URL, "http://")
+	var asked []string
+	viaDaemon := func(e registry.Entry) (*client.Client, error) {
+		asked = append(asked, e.Name)
+		return client.New(e.URL, e.Token, client.WithDialer(func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var nd net.Dialer
+			return nd.DialContext(ctx, network, daemonAddr)
+		}))
+	}
+	home := t.TempDir()
+	plain, err := registry.Open(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.Add(t.Context(), "far", "http://127.0.0.1:1", d.Token); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := plain.Client("far")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Capabilities(t.Context()); err == nil {
+		t.Fatal("the plain client reached a Space at 127.0.0.1:1")
+	}
+	r, err := registry.Open(home, registry.WithClients(viaDaemon))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, e, err := r.Client("far")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Capabilities(t.Context()); err != nil {
+		t.Fatalf("through the factory: %v", err)
+	}
+	if _, err := r.ClientFor(registry.Entry{Name: "unregistered", URL: e.URL, Token: e.Token}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(asked, ",") != "far,unregistered" {
+		t.Fatalf("factory asked for %v", asked)
+	}
+}

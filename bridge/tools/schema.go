@@ -48,6 +48,15 @@ func integer(desc string, min, max float64, def any) *jsonschema.Schema {
 	return s
 }
 
+// signedInteger is an integer of either sign, bounded by the Space only.
+func signedInteger(desc string, def any) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "integer", Description: desc, Default: mustJSON(def)}
+}
+
+func number(desc string) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "number", Description: desc}
+}
+
 func boolean(desc string, def bool) *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "boolean", Description: desc, Default: mustJSON(def)}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/trycua/cua-spacesd/api"
-	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/bridge/registry"
 )
 
@@ -26,10 +25,12 @@ type SpaceView struct {
 	Error string `json:"error,omitempty"`
 }
 
-// probe asks a Space for its capabilities, bounded by probeTimeout.
-func probe(ctx context.Context, e registry.Entry) (SpaceView, *api.Capabilities, error) {
+// probe asks a Space for its capabilities, bounded by probeTimeout. Its
+// client comes from the registry's factory, as every other call's does, so a
+// Space is probed the way it will be reached.
+func (d *Deps) probe(ctx context.Context, e registry.Entry) (SpaceView, *api.Capabilities, error) {
 	v := SpaceView{Space: e.Name, Name: e.Name, URL: e.URL, Features: []string{}}
-	c, err := client.New(e.URL, e.Token)
+	c, err := d.Registry.ClientFor(e)
 	if err != nil {
 		return v, nil, err
 	}
@@ -78,7 +79,7 @@ func addSpaceTool() *Tool {
 			}
 			// Probe before writing: a Space that refuses the token or runs no
 			// spacesd is never registered.
-			v, _, err := probe(ctx, registry.Entry{Name: a.Name, URL: u, Token: a.Token})
+			v, _, err := c.deps.probe(ctx, registry.Entry{Name: a.Name, URL: u, Token: a.Token})
 			if err != nil {
 				return nil, err
 			}
@@ -137,7 +138,7 @@ func listSpacesTool() *Tool {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					views[i], _, _ = probe(ctx, e)
+					views[i], _, _ = c.deps.probe(ctx, e)
 				}()
 			}
 			wg.Wait()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/api/client"
+	"github.com/trycua/cua-spacesd/bridge/hostfs"
 	"github.com/trycua/cua-spacesd/bridge/registry"
 )
 
@@ -90,6 +91,9 @@ type Image struct {
 type Deps struct {
 	Registry *registry.Registry
 	Log      *slog.Logger
+	// Host is the part of this machine's file system that upload and
+	// download may use; nil refuses every host path.
+	Host *hostfs.FS
 
 	capsMu sync.Mutex
 	caps   map[string]capsEntry
@@ -100,12 +104,23 @@ type capsEntry struct {
 	stamp time.Time
 }
 
+// DepsOption adjusts NewDeps.
+type DepsOption func(*Deps)
+
+// WithHost gives the tools the host folders they may read and write (a
+// confined hostfs.FS for an agent).
+func WithHost(h *hostfs.FS) DepsOption { return func(d *Deps) { d.Host = h } }
+
 // NewDeps returns tool dependencies over a registry.
-func NewDeps(reg *registry.Registry, log *slog.Logger) *Deps {
+func NewDeps(reg *registry.Registry, log *slog.Logger, opts ...DepsOption) *Deps {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Deps{Registry: reg, Log: log, caps: map[string]capsEntry{}}
+	d := &Deps{Registry: reg, Log: log, caps: map[string]capsEntry{}}
+	for _, o := range opts {
+		o(d)
+	}
+	return d
 }
 
 // All returns every tool, sorted by name.
@@ -114,8 +129,10 @@ func All() []*Tool {
 		addSpaceTool(), removeSpaceTool(), listSpacesTool(), spaceCapabilitiesTool(),
 		spaceBashTool(), spaceReadTool(), spaceWriteTool(), spaceLsTool(),
 		uploadTool(), downloadTool(),
+		listSpaceWindowsTool(), focusSpaceWindowTool(), launchAppTool(), spaceScreenshotTool(),
+		spaceClickTool(), spaceMoveMouseTool(), spaceDragTool(), spaceScrollTool(),
+		spaceTypeTool(), spacePressKeyTool(),
 	}
-	ts = append(ts, desktopTools()...)
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
 	return ts
 }

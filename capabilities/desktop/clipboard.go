@@ -14,7 +14,8 @@ import (
 const (
 	// MaxClipboardBytes bounds clipboard text: it must fit one X request
 	// (256 KiB without BIG-REQUESTS), since the daemon does not do the
-	// incremental (INCR) transfer protocol.
+	// incremental (INCR) transfer protocol. Reported as
+	// limits.max_clipboard_bytes.
 	MaxClipboardBytes = 200 << 10
 	// clipboardTimeout bounds the wait for the selection owner's answer.
 	clipboardTimeout = 2 * time.Second

@@ -12,7 +12,9 @@ import (
 	"github.com/trycua/cua-spacesd/api"
 )
 
-// Input limits.
+// Input limits. The exported ones are enforced here and reported in the
+// capabilities' limits (max_click_count, max_scroll_clicks, max_type_chars),
+// where clients read them instead of keeping a copy.
 const (
 	MaxClickCount   = 10
 	MaxScrollClicks = 200

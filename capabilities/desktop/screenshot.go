@@ -22,7 +22,8 @@ import (
 const (
 	// DefaultJPEGQuality is the quality of a JPEG screenshot unless asked.
 	DefaultJPEGQuality = 80
-	// MaxDimensionLimit bounds max_dimension (and so the work of a scale).
+	// MaxDimensionLimit bounds max_dimension (and so the work of a scale);
+	// reported as limits.max_screenshot_dimension.
 	MaxDimensionLimit = 16384
 	// MaxCapturePixels caps the area one capture reads: 8192x8192 (64 Mpx,
 	// 256 MiB of RGBA), well above an 8K screen (33 Mpx). Any client can

@@ -57,8 +57,15 @@ func (s *Service) Features() map[api.Feature]server.Probe {
 	return out
 }
 
-// Limits of the desktop.
-func (s *Service) Limits(*api.Limits) {}
+// Limits of the desktop: the capability's own bounds, so that a client
+// reads the numbers the daemon enforces instead of keeping a copy.
+func (s *Service) Limits(l *api.Limits) {
+	l.MaxClickCount = desktop.MaxClickCount
+	l.MaxScrollClicks = desktop.MaxScrollClicks
+	l.MaxScreenshotDimension = desktop.MaxDimensionLimit
+	l.MaxTypeChars = desktop.MaxTypeRunes
+	l.MaxClipboardBytes = desktop.MaxClipboardBytes
+}
 
 // Close drops the X connection.
 func (s *Service) Close() { s.d.Close() }

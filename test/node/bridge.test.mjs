@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
@@ -177,6 +178,28 @@ for (const transport of ['stdio', 'http']) {
       const again = structured(await mustSucceed('download', { space: 'dev', path: landed, dest }));
       assert.notEqual(again.dest, dest, 'download overwrote an existing file');
       assert.equal(path.basename(again.dest), 'back (1).bin');
+    });
+
+    it('keeps upload and download inside its roots and out of $CUA_HOME', async () => {
+      const home = transport === 'http' ? bridge.home : client.home;
+      const remote = procs.dir('confined-space');
+      const src = path.join(remote, 'payload.txt');
+      writeFileSync(src, 'payload');
+      const outside = path.join(os.tmpdir(), `cua-node-outside-${randomBytes(6).toString('hex')}`);
+      for (const [tool, args, mention] of [
+        ['upload', { space: 'dev', path: path.join(home, 'tokens.json'), dest: remote + '/' }, '$CUA_HOME'],
+        ['upload', { space: 'dev', path: '/etc/passwd', dest: remote + '/' }, 'outside the folders'],
+        ['download', { space: 'dev', path: src, dest: path.join(home, 'planted.json') }, '$CUA_HOME'],
+        ['download', { space: 'dev', path: src, dest: path.join(outside, 'planted.txt') }, 'outside the folders'],
+      ]) {
+        const r = await call(tool, args);
+        assert.equal(errorKind(r), 'invalid_argument', `${tool} ${JSON.stringify(args)}: ${describeResult(r)}`);
+        assert.ok(textOf(r).includes(mention), `${tool}: ${textOf(r)}`);
+      }
+      assert.ok(!existsSync(path.join(remote, 'tokens.json')), 'the registry\'s tokens reached the Space');
+      assert.ok(!existsSync(path.join(remote, 'passwd')), '/etc/passwd reached the Space');
+      assert.ok(!existsSync(path.join(home, 'planted.json')), 'a download wrote into $CUA_HOME');
+      assert.ok(!existsSync(outside), 'a download wrote outside the roots');
     });
 
     it('cancelling a long space_bash stops it in the Space', async () => {

@@ -75,12 +75,23 @@ export async function eventually(fn, { timeoutMs = 15_000, intervalMs = 50, what
   }
 }
 
-/** Procs owns every child a test file started and stops them at the end. */
+/**
+ * Procs owns every child a test file started and stops them at the end. Its
+ * temporary folders share one base, which the bridges it starts take as
+ * their only root (--root): the tools may use the test's files, nothing
+ * else of the machine.
+ */
 export class Procs {
   constructor() {
     this.children = [];
-    this.dirs = [];
     this.servers = [];
+    this.base = undefined;
+  }
+
+  /** root is the folder every dir() is made in (made on first use). */
+  root() {
+    this.base ??= tempDir('procs');
+    return this.base;
   }
 
   spawn(cmd, args, opts = {}) {
@@ -98,9 +109,7 @@ export class Procs {
   }
 
   dir(prefix) {
-    const d = tempDir(prefix);
-    this.dirs.push(d);
-    return d;
+    return mkdtempSync(path.join(this.root(), `${prefix}-`));
   }
 
   server(s) {
@@ -122,7 +131,7 @@ export class Procs {
       s.closeAllConnections?.();
       await new Promise((r) => s.close(r));
     }
-    for (const d of this.dirs) rmSync(d, { recursive: true, force: true });
+    if (this.base) rmSync(this.base, { recursive: true, force: true });
   }
 }
 
@@ -173,7 +182,7 @@ export async function startBridgeHTTP(procs, { home } = {}) {
   const tokenFile = path.join(dir, 'token');
   writeFileSync(tokenFile, token + '\n', { mode: 0o600 });
   const port = await freePort();
-  const child = procs.spawn(bridgeBin, ['serve', '--listen', `127.0.0.1:${port}`, '--token-file', tokenFile], {
+  const child = procs.spawn(bridgeBin, ['serve', '--listen', `127.0.0.1:${port}`, '--token-file', tokenFile, '--root', procs.root()], {
     env: childEnv({ CUA_HOME: home }),
   });
   const origin = `http://127.0.0.1:${port}`;
@@ -205,7 +214,7 @@ export async function connectStdio(procs, { home } = {}) {
   home ??= path.join(procs.dir('bridge-stdio'), 'home');
   const transport = new StdioClientTransport({
     command: bridgeBin,
-    args: ['mcp'],
+    args: ['mcp', '--root', procs.root()],
     env: childEnv({ CUA_HOME: home }),
     stderr: 'pipe',
   });
@@ -370,7 +379,7 @@ export async function rawInitialize(bridge, version, { token = bridge.token } = 
  */
 export async function rawStdioInitialize(procs, version) {
   const home = path.join(procs.dir('bridge-raw'), 'home');
-  const child = procs.spawn(bridgeBin, ['mcp'], { env: childEnv({ CUA_HOME: home }), stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = procs.spawn(bridgeBin, ['mcp', '--root', procs.root()], { env: childEnv({ CUA_HOME: home }), stdio: ['pipe', 'pipe', 'pipe'] });
   let buf = '';
   const answer = new Promise((resolve, reject) => {
     child.stdout.on('data', (d) => {

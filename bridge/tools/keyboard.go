@@ -1,0 +1,58 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/trycua/cua-spacesd/api"
+)
+
+func spaceTypeTool() *Tool {
+	return &Tool{
+		Name:        "space_type",
+		Description: "Type Unicode text into the focused window of a Space's desktop (characters without a key in the layout work too).",
+		Schema: object([]string{"space", "text"}, map[string]*jsonschema.Schema{
+			"space": spaceArg(),
+			"text":  nonEmpty("The text: at most the Space's limits.max_type_chars characters (see space_capabilities)."),
+		}),
+		TakesSpace: true, Requires: []api.Feature{api.FeatureInput},
+		Result: "{chars} typed",
+		Run: func(ctx context.Context, c *Call) (*Result, error) {
+			var a struct{ Text string }
+			if err := decode(c, "space_type", &a); err != nil {
+				return nil, err
+			}
+			r, err := c.Space.Client.Type(ctx, a.Text)
+			if err != nil {
+				return nil, err
+			}
+			return &Result{Text: fmt.Sprintf("typed %d characters", r.Chars), Structured: r}, nil
+		},
+	}
+}
+
+func spacePressKeyTool() *Tool {
+	return &Tool{
+		Name:        "space_press_key",
+		Description: "Press a key or hotkey on a Space's desktop: X keysym names joined by '+', e.g. Return, Escape, ctrl+shift+t.",
+		Schema: object([]string{"space", "key"}, map[string]*jsonschema.Schema{
+			"space": spaceArg(),
+			"key":   nonEmpty("The key or hotkey (e.g. Return, ctrl+c, alt+F4)."),
+		}),
+		TakesSpace: true, Requires: []api.Feature{api.FeatureInput},
+		Result: "{key} pressed",
+		Run: func(ctx context.Context, c *Call) (*Result, error) {
+			var a struct{ Key string }
+			if err := decode(c, "space_press_key", &a); err != nil {
+				return nil, err
+			}
+			r, err := c.Space.Client.Key(ctx, a.Key)
+			if err != nil {
+				return nil, err
+			}
+			return &Result{Text: "pressed " + r.Key, Structured: r}, nil
+		},
+	}
+}

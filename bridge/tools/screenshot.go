@@ -1,0 +1,51 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/trycua/cua-spacesd/api"
+)
+
+func spaceScreenshotTool() *Tool {
+	return &Tool{
+		Name: "space_screenshot",
+		Description: "Capture a Space's screen (or one window) as an image. Coordinates in the image, passed with its scale " +
+			"(and window_id) to the pointer tools, land where the image shows them.",
+		Schema: object([]string{"space"}, map[string]*jsonschema.Schema{
+			"space":     spaceArg(),
+			"window_id": integer("Capture only this window.", 0, 0, nil),
+			"format":    enum("Image format.", "png", "png", "jpeg"),
+			"max_dimension": integer("Scale down so the longer edge is at most this many pixels "+
+				"(at most the Space's limits.max_screenshot_dimension, see space_capabilities).", 0, 0, nil),
+		}),
+		TakesSpace: true, Requires: []api.Feature{api.FeatureScreenshot},
+		Errors: []api.Kind{api.KindNotFound},
+		Result: "an image content part, and {width, height, scale, format, bounds, window_id?}",
+		Run: func(ctx context.Context, c *Call) (*Result, error) {
+			var a struct {
+				WindowID     uint32 `json:"window_id"`
+				Format       string `json:"format"`
+				MaxDimension int    `json:"max_dimension"`
+			}
+			if err := decode(c, "space_screenshot", &a); err != nil {
+				return nil, err
+			}
+			img, info, err := c.Space.Client.Screenshot(ctx, api.ScreenshotRequest{WindowID: a.WindowID, Format: a.Format, MaxDimension: a.MaxDimension})
+			if err != nil {
+				return nil, err
+			}
+			mime := "image/png"
+			if info.Format == api.FormatJPEG {
+				mime = "image/jpeg"
+			}
+			return &Result{
+				Image:      &Image{Data: img, MIMEType: mime},
+				Text:       fmt.Sprintf("screenshot %dx%d, scale %g (pass scale=%g with these coordinates)", info.Width, info.Height, info.Scale, info.Scale),
+				Structured: info,
+			}, nil
+		},
+	}
+}

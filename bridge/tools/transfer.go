@@ -1,0 +1,133 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/bridge/transfer"
+)
+
+// TransferResult is the structured answer of upload and download.
+type TransferResult = transfer.Result
+
+// hostPathNote says, in every host path's description, where it may point.
+const hostPathNote = "Only under the bridge's root folders (--root; by default the folder it started in), never in $CUA_HOME; " +
+	"a relative path is taken in the first root."
+
+func uploadTool() *Tool {
+	return &Tool{
+		Name: "upload",
+		Description: "Copy a local file or folder (on the bridge's machine, under its root folders) into a Space: hashed, then sent in chunks " +
+			"that resume after a broken connection, each file's sha256 verified in the Space before it lands atomically. " +
+			"Progress notifications are sent when the call carries a progressToken (hashing is the first half). " +
+			"If dest is an existing directory (or ends in /) the source goes inside it. A folder's symlinks and special files are refused.",
+		Schema: object([]string{"space", "path", "dest"}, map[string]*jsonschema.Schema{
+			"space":     spaceArg(),
+			"path":      nonEmpty("Local source path (file or folder) on the bridge's machine. " + hostPathNote),
+			"dest":      nonEmpty("Absolute destination path in the Space."),
+			"overwrite": boolean("Replace existing files at the destination.", true),
+		}),
+		TakesSpace: true,
+		Requires:   []api.Feature{api.FeatureFiles},
+		Errors:     []api.Kind{api.KindTransferFailed, api.KindIO, api.KindNotFound},
+		Result:     "JSON {source, dest, kind, files, bytes, sha256, verified}",
+		Run: func(ctx context.Context, c *Call) (*Result, error) {
+			var a struct {
+				Path, Dest string
+				Overwrite  *bool
+			}
+			if err := decode(c, "upload", &a); err != nil {
+				return nil, err
+			}
+			s, err := c.transferSession("upload", true)
+			if err != nil {
+				return nil, err
+			}
+			res, err := s.Upload(ctx, a.Path, a.Dest, transfer.UploadOptions{Overwrite: a.Overwrite == nil || *a.Overwrite})
+			if err != nil {
+				return nil, err
+			}
+			return &Result{Text: transferText("uploaded", res), Structured: res}, nil
+		},
+	}
+}
+
+func downloadTool() *Tool {
+	return &Tool{
+		Name: "download",
+		Description: "Copy a file or folder from a Space to the bridge's machine, under its root folders. Never overwrites: an existing name " +
+			"becomes \"name (1).ext\". Each file's sha256 is checked against the Space's, and it lands atomically; a broken connection " +
+			"resumes where it stopped. A folder's symlinks are recreated as symlinks (never followed while writing); its special files " +
+			"are skipped and counted. Progress notifications are sent when the call carries a progressToken. " +
+			"If dest is an existing directory (or ends in /) the source goes inside it; missing parent folders are made.",
+		Schema: object([]string{"space", "path", "dest"}, map[string]*jsonschema.Schema{
+			"space": spaceArg(),
+			"path":  nonEmpty("Absolute source path (file or folder) in the Space."),
+			"dest":  nonEmpty("Local destination path on the bridge's machine. " + hostPathNote),
+		}),
+		TakesSpace: true,
+		Requires:   []api.Feature{api.FeatureFiles},
+		Errors:     []api.Kind{api.KindTransferFailed, api.KindIO, api.KindNotFound},
+		Result:     "JSON {source, dest, kind, files, bytes, sha256, verified, links?, skipped?}",
+		Run: func(ctx context.Context, c *Call) (*Result, error) {
+			var a struct{ Path, Dest string }
+			if err := decode(c, "download", &a); err != nil {
+				return nil, err
+			}
+			s, err := c.transferSession("download", false)
+			if err != nil {
+				return nil, err
+			}
+			res, err := s.Download(ctx, a.Path, a.Dest, transfer.DownloadOptions{OnExists: transfer.Rename, Parents: true})
+			if err != nil {
+				return nil, err
+			}
+			return &Result{Text: transferText("downloaded", res), Structured: res}, nil
+		},
+	}
+}
+
+// transferSession is a transfer with the call's Space, the bridge's host
+// folders and the call's progress. An upload's progress counts hashing as
+// its first half, so that it only ever grows, as MCP asks.
+func (c *Call) transferSession(tool string, upload bool) (*transfer.Session, error) {
+	if c.deps.Host == nil {
+		return nil, api.Errorf(api.KindInvalidArgument, "%s: this bridge gives its tools no folder of this machine", tool).
+			WithHint("start the bridge with --root DIR")
+	}
+	var last float64
+	sent := false
+	report := func(p transfer.Progress) {
+		done, total := float64(p.Done), float64(p.Total)
+		if upload {
+			if p.Phase == transfer.PhaseUpload {
+				done += total
+			}
+			total *= 2
+		}
+		if sent && done <= last {
+			return
+		}
+		sent, last = true, done
+		c.Progress(done, total, fmt.Sprintf("%s %s", p.Phase, p.Name))
+	}
+	return &transfer.Session{Client: c.Space.Client, Caps: c.Space.Caps, Host: c.deps.Host, Progress: report}, nil
+}
+
+func transferText(verb string, r *transfer.Result) string {
+	v := "each file's sha256 verified with the Space"
+	if !r.Verified {
+		v = "size checked, sha256 not verifiable in this Space"
+	}
+	extra := ""
+	if r.Links > 0 {
+		extra += fmt.Sprintf(", %d symlinks", r.Links)
+	}
+	if r.Skipped > 0 {
+		extra += fmt.Sprintf(", %d special files skipped", r.Skipped)
+	}
+	return fmt.Sprintf("%s %s %s -> %s (%d files, %d bytes%s, sha256 %s, %s)", verb, r.Kind, r.Source, r.Dest, r.Files, r.Bytes, extra, r.SHA256, v)
+}
