@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -140,7 +141,7 @@ func TestTokenFileRotation(t *testing.T) {
 		t.Fatal("old token refused before rotation")
 	}
 	session, release := auth.Session(ctx, gen)
-	defer release()
+	defer release(nil)
 
 	// Replace the file the way secret managers do: write aside, rename over.
 	tmp := file + ".new"
@@ -173,5 +174,40 @@ func TestTokenFileMustHoldAToken(t *testing.T) {
 		if _, err := server.NewFileAuth(f, nil); err == nil {
 			t.Errorf("NewFileAuth(%s) accepted no token", f)
 		}
+	}
+}
+
+// A rotation ends the old token's running requests with a cause that says
+// so, for whoever reports the end (an exec, a stream) to name it, rather
+// than "the caller went away".
+func TestRotationIsTheCauseOfTheEnd(t *testing.T) {
+	const oldTok = "old-token"
+	auth := server.NewAuth(oldTok, slogDiscard())
+	entered := make(chan struct{})
+	causes := make(chan error, 1)
+	wait := server.Route{Method: http.MethodGet, Path: "/test/wait", Handler: func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-r.Context().Done()
+		causes <- context.Cause(r.Context())
+		w.WriteHeader(http.StatusNoContent)
+	}}
+	s := serve(t, server.Config{Auth: auth, Services: []server.NewService{testService{routes: []server.Route{wait}}.mount}})
+	answered := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, s.url()+"/test/wait", nil)
+		req.Header.Set("Authorization", "Bearer "+oldTok)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		answered <- err
+	}()
+	<-entered
+	auth.Rotate("new-token")
+	if cause := <-causes; !errors.Is(cause, server.ErrTokenRotated) {
+		t.Fatalf("cause of a request ended by a rotation: %v, want ErrTokenRotated", cause)
+	}
+	if err := <-answered; err != nil {
+		t.Fatalf("the request ended by the rotation got no answer: %v", err)
 	}
 }

@@ -25,6 +25,10 @@ import (
 	"github.com/trycua/cua-spacesd/spacesd/httpapi"
 )
 
+// ErrShutdown is the cause (context.Cause) of the context of a stream ended
+// when a shutdown starts, and of a request still running at the hard stop.
+var ErrShutdown = errors.New("the daemon is shutting down")
+
 // Shutdown budgets: graceful lets running requests finish, then hard closes.
 const (
 	GracefulShutdownTimeout = 10 * time.Second
@@ -232,11 +236,11 @@ func (s *Server) wrap(rt Route) http.Handler {
 				return
 			}
 			ctx, release := s.auth.Session(r.Context(), gen)
-			defer release()
+			defer release(nil)
 			defer rec.stopStream()
 			// Ending the session ends the request's context: a stream does
 			// so when the shutdown starts.
-			rec.endStream = release
+			rec.endStream = func() { release(ErrShutdown) }
 			r = r.WithContext(ctx)
 		}
 		if rt.Body != "" {
@@ -311,8 +315,8 @@ func (s *Server) Capabilities(ctx context.Context) *api.Capabilities {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// Requests' contexts end only with the hard shutdown: ending them with
 	// ctx would kill a running exec the moment a graceful shutdown starts.
-	base, hardStop := context.WithCancel(context.WithoutCancel(ctx))
-	defer hardStop()
+	base, hardStop := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer hardStop(ErrShutdown)
 	defer s.endStreams()
 	srv := &http.Server{
 		Handler:           s.mux,
@@ -339,7 +343,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if err != nil {
 		_ = srv.Close()
 	}
-	hardStop()
+	hardStop(ErrShutdown)
 	s.closeServices()
 	if errors.Is(err, context.DeadlineExceeded) {
 		s.log.Warn("graceful shutdown ran out of time; connections closed")
