@@ -56,5 +56,14 @@ func serve(t *testing.T, cfg server.Config) *served {
 		}
 	}
 	t.Cleanup(stop)
-	return &served{Server: srv, addr: ln.Addr().String(), stop: stop}
+	s := &served{Server: srv, addr: ln.Addr().String(), stop: stop}
+	// Return a server that is up, its accept loop running and no
+	// connection left of the check: a test may take its baseline now.
+	c, err := net.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+	eventually(t, func() bool { total, _, _, _ := srv.ConnCounts(); return total == 0 })
+	return s
 }

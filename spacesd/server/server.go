@@ -47,6 +47,8 @@ type Config struct {
 	Display string
 	// Services are mounted in this order and closed in the reverse one.
 	Services []NewService
+	// Conns bound the connections (see conns.go); zero fields take defaults.
+	Conns ConnLimits
 }
 
 // Server is one cua-spacesd HTTP surface.
@@ -58,6 +60,7 @@ type Server struct {
 	routes   []Route
 	mux      *http.ServeMux
 	services []Service
+	conns    *connTracker
 
 	probes map[api.Feature]Probe
 
@@ -88,6 +91,7 @@ func New(cfg Config) (*Server, error) {
 		probes:  map[api.Feature]Probe{},
 	}
 	s.streams, s.endStreams = context.WithCancel(context.Background())
+	s.conns = newConnTracker(cfg.Conns, s.log, s.metrics)
 	host := Host{Log: s.log, Metrics: s.metrics, Feature: s.featureStatus}
 	s.routes = s.systemRoutes()
 	for _, newService := range cfg.Services {
@@ -128,6 +132,7 @@ func New(cfg Config) (*Server, error) {
 			httpapi.WriteError(w, errUnauthenticated)
 			return
 		}
+		promoteConn(r.Context())
 		httpapi.WriteError(w, api.Errorf(api.KindNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
 	return s, nil
@@ -229,12 +234,21 @@ func (s *Server) wrap(rt Route) http.Handler {
 			refuse(rec, r, err)
 			return
 		}
-		if !rt.Public {
+		if rt.Public {
+			// A public route needs no token, but a caller that shows the
+			// right one is a client, not an anonymous prober.
+			if s.auth.Required() && r.Header.Get("Authorization") != "" {
+				if _, ok := s.authenticate(r); ok {
+					promoteConn(r.Context())
+				}
+			}
+		} else {
 			gen, ok := s.authenticate(r)
 			if !ok {
 				refuse(rec, r, errUnauthenticated)
 				return
 			}
+			promoteConn(r.Context())
 			ctx, release := s.auth.Session(r.Context(), gen)
 			defer release(nil)
 			defer rec.stopStream()
@@ -321,9 +335,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.mux,
 		ReadHeaderTimeout: readHeaderTimeout,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return base },
+		// The authenticated idle timeout; anonymous connections are closed
+		// sooner by the tracker, which also bounds their number.
+		IdleTimeout: s.conns.limits.AuthenticatedIdle,
+		ConnState:   s.conns.connState,
+		ConnContext: withConn,
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext: func(net.Listener) context.Context { return base },
 	}
+	ln = s.conns.listener(ln)
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
 	go s.auth.Watch(watchCtx)
