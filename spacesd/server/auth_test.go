@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/spacesd/server"
@@ -209,5 +210,58 @@ func TestRotationIsTheCauseOfTheEnd(t *testing.T) {
 	}
 	if err := <-answered; err != nil {
 		t.Fatalf("the request ended by the rotation got no answer: %v", err)
+	}
+}
+
+// A stream ended by a shutdown says so in its context's cause. A request
+// still running keeps the graceful shutdown going meanwhile, so the stream
+// ends by the shutdown's start, not by the hard stop after it.
+func TestShutdownIsTheCauseOfAStreamsEnd(t *testing.T) {
+	const tok = "shutdown-cause-token"
+	var up websocket.Upgrader
+	causes := make(chan error, 1)
+	hold := server.Route{Method: http.MethodGet, Path: "/test/hold", Handler: func(w http.ResponseWriter, r *http.Request) {
+		ws, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.Close()
+		<-r.Context().Done()
+		causes <- context.Cause(r.Context())
+	}}
+	started, finish := make(chan struct{}), make(chan struct{})
+	slow := server.Route{Method: http.MethodGet, Path: "/test/slow", Handler: func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-finish
+		w.WriteHeader(http.StatusNoContent)
+	}}
+	s := serve(t, server.Config{Auth: server.NewAuth(tok, slogDiscard()),
+		Services: []server.NewService{testService{routes: []server.Route{hold, slow}}.mount}})
+	answered := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodGet, s.url()+"/test/slow", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		answered <- err
+	}()
+	<-started
+	ws, _, err := websocket.DefaultDialer.Dial("ws://"+s.addr+"/test/hold", http.Header{"Authorization": {"Bearer " + tok}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	stopped := make(chan struct{})
+	go func() { s.stop(); close(stopped) }()
+	cause := <-causes
+	close(finish)
+	if err := <-answered; err != nil {
+		t.Errorf("the request running through the graceful shutdown: %v", err)
+	}
+	<-stopped
+	if !errors.Is(cause, server.ErrShutdown) {
+		t.Fatalf("cause of a stream ended by the shutdown: %v, want ErrShutdown", cause)
 	}
 }
