@@ -3,7 +3,9 @@ GO       ?= go
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 BINARIES := cua-spacesd cua-bridge
-GOTEST   ?= $(GO) test -race -count=1 -timeout 20m
+# go test through scripts/gotest: plain go test output, then which tests were
+# skipped and why (a machine without Xvfb skips the desktop tests).
+GOTEST   ?= GO=$(GO) $(GO) run ./scripts/gotest -race -count=1 -timeout 20m
 
 .PHONY: build test run bench cross lint fuzz clean
 

@@ -71,7 +71,11 @@ func (e *Error) Unwrap() error { return e.cause }
 // retryableByDefault says whether the same call may succeed unchanged.
 func retryableByDefault(k Kind) bool {
 	switch k {
-	case KindTimeout, KindEnv, KindStream, KindRelay, KindSpacesdNotAvailable, KindTransferFailed:
+	case KindTimeout, KindEnv, KindStream, KindRelay, KindSpacesdNotAvailable, KindTransferFailed,
+		// A capacity limit (processes running, uploads unfinished) frees
+		// up on its own; a size cap that retrying cannot pass says
+		// WithRetryable(false).
+		KindLimitExceeded:
 		return true
 	}
 	return false
@@ -88,6 +92,7 @@ var defaultHints = map[Kind]string{
 	KindTimeout:             "retry, or raise the timeout",
 	KindEnv:                 "retry; if it persists, check the spacesd log in the Space",
 	KindIO:                  "check the path, its permissions and the free disk space",
+	KindLimitExceeded:       "wait for some of what holds the limit to finish, then retry",
 }
 
 // Errorf builds an Error of the given kind with the default retry flag and hint.

@@ -21,6 +21,9 @@ COUNT=2 bench ./spacesd/filesvc 'UploadVerify256MiB|Sha256sumPlusCp256MiB' 2x
 
 section "idle RSS of cua-spacesd (target <= 12 MB; the leanest peer idles at 12 MB, not measured here) and binary size"
 COUNT=1 bench ./spacesd 'IdleFootprint' 1x
+
+section "RSS and open descriptors of cua-spacesd idle vs while 3000 sockets that asked GET /health once stay open (main held all 3000: 67 MB, 3010 fds)"
+COUNT=1 bench ./spacesd 'IdleSocketsFootprint' 1x
 ls -l bin/cua-spacesd | awk '{printf "bin/cua-spacesd %d bytes\n", $5}'
 
 section "space_bash true through cua-bridge MCP over streamable HTTP (target median <= 3 ms) vs direct spacesd exec, same run"

@@ -30,8 +30,9 @@ import (
 // version is set at link time (-X main.version=...).
 var version = "dev"
 
-// tokenEnv is the environment variable a token may come from. It is removed
-// from the daemon's environment at start so no child process inherits it.
+// tokenEnv is the environment variable a token may come from. The daemon
+// re-executes itself without it (envtoken.go), so that neither a child nor
+// /proc/<pid>/environ has it.
 const tokenEnv = "CUA_SPACESD_TOKEN"
 
 func main() {
@@ -78,8 +79,11 @@ func serve(args []string, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	envToken := os.Getenv(tokenEnv)
-	_ = os.Unsetenv(tokenEnv)
+	envToken, err := takeEnvToken(log) // may re-execute the daemon (envtoken.go)
+	if err != nil {
+		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
+		return 2
+	}
 	auth, err := buildAuth(*token, *tokenFile, envToken, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/files"
@@ -19,6 +20,12 @@ import (
 // MaxJSONBodyBytes bounds every JSON request body; bulk bytes travel as
 // plain bodies on their own routes.
 const MaxJSONBodyBytes = 4 << 20
+
+// LimitRetryAfter is the Retry-After of a retryable limit_exceeded answer.
+// The limits it answers free up when something ends on its own (a process
+// exits, an upload is committed or expires), at a time the daemon cannot
+// foresee: a second is a poll that costs both sides little.
+const LimitRetryAfter = time.Second
 
 // WriteJSON answers v with the given status.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
@@ -31,11 +38,15 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // answer (the daemon's request log names it).
 type KindRecorder interface{ RecordKind(api.Kind) }
 
-// WriteError answers err in the error envelope with its kind's status.
+// WriteError answers err in the error envelope with its kind's status. A
+// retryable limit_exceeded (429) says when to try again in Retry-After.
 func WriteError(w http.ResponseWriter, err error) {
 	e := api.AsError(err)
 	if rw, ok := w.(KindRecorder); ok {
 		rw.RecordKind(e.Kind)
+	}
+	if e.Kind == api.KindLimitExceeded && e.Retryable {
+		w.Header().Set("Retry-After", strconv.Itoa(int(LimitRetryAfter/time.Second)))
 	}
 	WriteJSON(w, StatusOf(e), api.ErrorEnvelope{Error: e})
 }

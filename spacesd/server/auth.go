@@ -16,6 +16,11 @@ import (
 // TokenPollInterval is how often a token file is re-read for rotation.
 const TokenPollInterval = time.Second
 
+// ErrTokenRotated is the cause (context.Cause) of the context of every
+// request and stream that a token rotation ended, so that whoever reports
+// the end can say why instead of "the caller went away".
+var ErrTokenRotated = errors.New("the token was rotated: requests and streams of the old token end; call again with the new token")
+
 // Auth holds the current bearer token and ends every session opened under a
 // token once that token is rotated away.
 type Auth struct {
@@ -31,7 +36,7 @@ type Auth struct {
 
 type session struct {
 	generation uint64
-	cancel     context.CancelFunc
+	cancel     context.CancelCauseFunc
 }
 
 // NewAuth returns an Auth for a fixed token ("" means no auth: loopback only).
@@ -96,24 +101,26 @@ func (a *Auth) Check(presented string) (uint64, bool) {
 	return a.generation, ok
 }
 
-// Session derives a context that is cancelled when the token of generation
-// gen is rotated away. The returned release must be called when the session ends.
-func (a *Auth) Session(parent context.Context, gen uint64) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(parent)
+// Session derives a context that is cancelled with cause ErrTokenRotated
+// when the token of generation gen is rotated away. The returned end must
+// be called when the session ends; its cause (nil: context.Canceled) is the
+// context's cause unless the rotation came first.
+func (a *Auth) Session(parent context.Context, gen uint64) (context.Context, context.CancelCauseFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
 	s := &session{generation: gen, cancel: cancel}
 	a.mu.Lock()
 	if gen != a.generation {
 		a.mu.Unlock()
-		cancel()
-		return ctx, func() {}
+		cancel(ErrTokenRotated)
+		return ctx, func(error) {}
 	}
 	a.sessions[s] = struct{}{}
 	a.mu.Unlock()
-	return ctx, func() {
+	return ctx, func(cause error) {
 		a.mu.Lock()
 		delete(a.sessions, s)
 		a.mu.Unlock()
-		cancel()
+		cancel(cause)
 	}
 }
 
@@ -133,7 +140,7 @@ func (a *Auth) Rotate(token string) {
 	a.sessions = map[*session]struct{}{}
 	a.mu.Unlock()
 	for s := range old {
-		s.cancel()
+		s.cancel(ErrTokenRotated)
 	}
 	a.log.Info("token rotated; sessions of the old token ended", "sessions", len(old))
 }

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/spacesd/server"
@@ -140,7 +142,7 @@ func TestTokenFileRotation(t *testing.T) {
 		t.Fatal("old token refused before rotation")
 	}
 	session, release := auth.Session(ctx, gen)
-	defer release()
+	defer release(nil)
 
 	// Replace the file the way secret managers do: write aside, rename over.
 	tmp := file + ".new"
@@ -173,5 +175,93 @@ func TestTokenFileMustHoldAToken(t *testing.T) {
 		if _, err := server.NewFileAuth(f, nil); err == nil {
 			t.Errorf("NewFileAuth(%s) accepted no token", f)
 		}
+	}
+}
+
+// A rotation ends the old token's running requests with a cause that says
+// so, for whoever reports the end (an exec, a stream) to name it, rather
+// than "the caller went away".
+func TestRotationIsTheCauseOfTheEnd(t *testing.T) {
+	const oldTok = "old-token"
+	auth := server.NewAuth(oldTok, slogDiscard())
+	entered := make(chan struct{})
+	causes := make(chan error, 1)
+	wait := server.Route{Method: http.MethodGet, Path: "/test/wait", Handler: func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-r.Context().Done()
+		causes <- context.Cause(r.Context())
+		w.WriteHeader(http.StatusNoContent)
+	}}
+	s := serve(t, server.Config{Auth: auth, Services: []server.NewService{testService{routes: []server.Route{wait}}.mount}})
+	answered := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, s.url()+"/test/wait", nil)
+		req.Header.Set("Authorization", "Bearer "+oldTok)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		answered <- err
+	}()
+	<-entered
+	auth.Rotate("new-token")
+	if cause := <-causes; !errors.Is(cause, server.ErrTokenRotated) {
+		t.Fatalf("cause of a request ended by a rotation: %v, want ErrTokenRotated", cause)
+	}
+	if err := <-answered; err != nil {
+		t.Fatalf("the request ended by the rotation got no answer: %v", err)
+	}
+}
+
+// A stream ended by a shutdown says so in its context's cause. A request
+// still running keeps the graceful shutdown going meanwhile, so the stream
+// ends by the shutdown's start, not by the hard stop after it.
+func TestShutdownIsTheCauseOfAStreamsEnd(t *testing.T) {
+	const tok = "shutdown-cause-token"
+	var up websocket.Upgrader
+	causes := make(chan error, 1)
+	hold := server.Route{Method: http.MethodGet, Path: "/test/hold", Handler: func(w http.ResponseWriter, r *http.Request) {
+		ws, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.Close()
+		<-r.Context().Done()
+		causes <- context.Cause(r.Context())
+	}}
+	started, finish := make(chan struct{}), make(chan struct{})
+	slow := server.Route{Method: http.MethodGet, Path: "/test/slow", Handler: func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-finish
+		w.WriteHeader(http.StatusNoContent)
+	}}
+	s := serve(t, server.Config{Auth: server.NewAuth(tok, slogDiscard()),
+		Services: []server.NewService{testService{routes: []server.Route{hold, slow}}.mount}})
+	answered := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodGet, s.url()+"/test/slow", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		answered <- err
+	}()
+	<-started
+	ws, _, err := websocket.DefaultDialer.Dial("ws://"+s.addr+"/test/hold", http.Header{"Authorization": {"Bearer " + tok}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	stopped := make(chan struct{})
+	go func() { s.stop(); close(stopped) }()
+	cause := <-causes
+	close(finish)
+	if err := <-answered; err != nil {
+		t.Errorf("the request running through the graceful shutdown: %v", err)
+	}
+	<-stopped
+	if !errors.Is(cause, server.ErrShutdown) {
+		t.Fatalf("cause of a stream ended by the shutdown: %v, want ErrShutdown", cause)
 	}
 }

@@ -25,6 +25,10 @@ import (
 	"github.com/trycua/cua-spacesd/spacesd/httpapi"
 )
 
+// ErrShutdown is the cause (context.Cause) of the context of a stream ended
+// when a shutdown starts, and of a request still running at the hard stop.
+var ErrShutdown = errors.New("the daemon is shutting down")
+
 // Shutdown budgets: graceful lets running requests finish, then hard closes.
 const (
 	GracefulShutdownTimeout = 10 * time.Second
@@ -43,6 +47,8 @@ type Config struct {
 	Display string
 	// Services are mounted in this order and closed in the reverse one.
 	Services []NewService
+	// Conns bound the connections (see conns.go); zero fields take defaults.
+	Conns ConnLimits
 }
 
 // Server is one cua-spacesd HTTP surface.
@@ -54,6 +60,7 @@ type Server struct {
 	routes   []Route
 	mux      *http.ServeMux
 	services []Service
+	conns    *connTracker
 
 	probes map[api.Feature]Probe
 
@@ -84,6 +91,7 @@ func New(cfg Config) (*Server, error) {
 		probes:  map[api.Feature]Probe{},
 	}
 	s.streams, s.endStreams = context.WithCancel(context.Background())
+	s.conns = newConnTracker(cfg.Conns, s.log, s.metrics)
 	host := Host{Log: s.log, Metrics: s.metrics, Feature: s.featureStatus}
 	s.routes = s.systemRoutes()
 	for _, newService := range cfg.Services {
@@ -124,6 +132,7 @@ func New(cfg Config) (*Server, error) {
 			httpapi.WriteError(w, errUnauthenticated)
 			return
 		}
+		promoteConn(r.Context())
 		httpapi.WriteError(w, api.Errorf(api.KindNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
 	return s, nil
@@ -225,18 +234,27 @@ func (s *Server) wrap(rt Route) http.Handler {
 			refuse(rec, r, err)
 			return
 		}
-		if !rt.Public {
+		if rt.Public {
+			// A public route needs no token, but a caller that shows the
+			// right one is a client, not an anonymous prober.
+			if s.auth.Required() && r.Header.Get("Authorization") != "" {
+				if _, ok := s.authenticate(r); ok {
+					promoteConn(r.Context())
+				}
+			}
+		} else {
 			gen, ok := s.authenticate(r)
 			if !ok {
 				refuse(rec, r, errUnauthenticated)
 				return
 			}
+			promoteConn(r.Context())
 			ctx, release := s.auth.Session(r.Context(), gen)
-			defer release()
+			defer release(nil)
 			defer rec.stopStream()
 			// Ending the session ends the request's context: a stream does
 			// so when the shutdown starts.
-			rec.endStream = release
+			rec.endStream = func() { release(ErrShutdown) }
 			r = r.WithContext(ctx)
 		}
 		if rt.Body != "" {
@@ -311,15 +329,21 @@ func (s *Server) Capabilities(ctx context.Context) *api.Capabilities {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// Requests' contexts end only with the hard shutdown: ending them with
 	// ctx would kill a running exec the moment a graceful shutdown starts.
-	base, hardStop := context.WithCancel(context.WithoutCancel(ctx))
-	defer hardStop()
+	base, hardStop := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer hardStop(ErrShutdown)
 	defer s.endStreams()
 	srv := &http.Server{
 		Handler:           s.mux,
 		ReadHeaderTimeout: readHeaderTimeout,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return base },
+		// The authenticated idle timeout; anonymous connections are closed
+		// sooner by the tracker, which also bounds their number.
+		IdleTimeout: s.conns.limits.AuthenticatedIdle,
+		ConnState:   s.conns.connState,
+		ConnContext: withConn,
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext: func(net.Listener) context.Context { return base },
 	}
+	ln = s.conns.listener(ln)
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
 	go s.auth.Watch(watchCtx)
@@ -339,7 +363,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if err != nil {
 		_ = srv.Close()
 	}
-	hardStop()
+	hardStop(ErrShutdown)
 	s.closeServices()
 	if errors.Is(err, context.DeadlineExceeded) {
 		s.log.Warn("graceful shutdown ran out of time; connections closed")

@@ -1,0 +1,7 @@
+package server
+
+// ConnCounts exposes the connection accounting to the tests.
+func (s *Server) ConnCounts() (total, anonymous, authenticated, streams int) {
+	c := s.conns.counts()
+	return c.Total, c.Anonymous, c.Authenticated, c.Streams
+}

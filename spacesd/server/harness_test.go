@@ -1,0 +1,69 @@
+package server_test
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/spacesd/server"
+)
+
+// testService mounts the routes a test needs beside the system routes.
+type testService struct{ routes []server.Route }
+
+func (s testService) Routes() []server.Route                    { return s.routes }
+func (testService) Features() map[api.Feature]server.Probe      { return nil }
+func (testService) Limits(*api.Limits)                          {}
+func (testService) Close()                                      {}
+func (s testService) mount(server.Host) (server.Service, error) { return s, nil }
+
+// served is a Server running on a loopback port.
+type served struct {
+	*server.Server
+	addr string
+	stop func() // ends the server (gracefully) and waits for Serve to return
+}
+
+func (s *served) url() string { return "http://" + s.addr }
+
+// serve runs a Server built from cfg until the test ends or stop is called.
+func serve(t *testing.T, cfg server.Config) *served {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = slogDiscard()
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	var stopped bool
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	s := &served{Server: srv, addr: ln.Addr().String(), stop: stop}
+	// Return a server that is up, its accept loop running and no
+	// connection left of the check: a test may take its baseline now.
+	c, err := net.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+	eventually(t, func() bool { total, _, _, _ := srv.ConnCounts(); return total == 0 })
+	return s
+}
