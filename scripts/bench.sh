@@ -19,6 +19,9 @@ bench ./spacesd/procsvc 'ExecTrueHTTP|ForkExecTrue' 2000x
 section "upload + sha256 verify of 256 MiB through spacesd (target >= 70 %) vs sha256sum + cp of the same size"
 COUNT=2 bench ./spacesd/filesvc 'UploadVerify256MiB|Sha256sumPlusCp256MiB' 2x
 
+section "cua-bridge's transfer path (hash, send, verify, land) of 256 MiB each way vs sha256sum + cp of the same size, same run"
+COUNT=2 bench ./bridge/transfer 'Upload256MiB|Download256MiB|Sha256sumPlusCp256MiB' 2x
+
 section "idle RSS of cua-spacesd (target <= 12 MB; the leanest peer idles at 12 MB, not measured here) and binary size"
 COUNT=1 bench ./spacesd 'IdleFootprint' 1x
 
