@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/trycua/cua-spacesd/api"
 )
 
 // MaxMessageBytes bounds one JSON-RPC message on either transport. Bulk data
@@ -22,17 +23,6 @@ const (
 	CodeMethodNotFound = -32601
 	CodeInvalidParams  = -32602
 )
-
-// methods are the request methods the bridge serves; any other request is
-// answered -32601 before it reaches the SDK. Notifications pass: JSON-RPC
-// forbids answering them, and the SDK ignores the ones it does not know.
-var methods = map[string]bool{
-	"initialize":       true,
-	"ping":             true,
-	"tools/list":       true,
-	"tools/call":       true,
-	"logging/setLevel": true,
-}
 
 // Gate validates every incoming JSON-RPC message in front of both transports,
 // so that the error codes are the same on stdio and HTTP and do not depend on
@@ -62,6 +52,18 @@ func NewGate(schemas map[string]*jsonschema.Schema) (*Gate, error) {
 	return g, nil
 }
 
+// Session is what the transport knows of the session a message belongs to.
+type Session struct {
+	// Version is the revision the transport holds for the message: the one
+	// initialize negotiated (stdio), or the MCP-Protocol-Version header
+	// (HTTP); "" when there is none yet. A request that names a
+	// ModernVersion revision in its _meta speaks that one instead.
+	Version string
+	// Missing: an HTTP request without Mcp-Session-Id, which only an
+	// initialize or a stateless (ModernVersion) request may be.
+	Missing bool
+}
+
 // Violation is a message the gate refused, with the JSON-RPC error to answer.
 type Violation struct {
 	Code    int
@@ -70,10 +72,17 @@ type Violation struct {
 	ID json.RawMessage
 	// Notification: the message had no id; over stdio nothing is answered.
 	Notification bool
+	// ToolError answers a tools/call whose arguments do not fit the tool as
+	// a tool that ran and failed (isError, kind invalid_argument), as
+	// ToolErrorVersion and later want, instead of with Code.
+	ToolError bool
 }
 
 // HTTPStatus is the status an HTTP answer carrying v travels with.
 func (v *Violation) HTTPStatus() int {
+	if v.ToolError {
+		return http.StatusOK
+	}
 	switch v.Code {
 	case CodeParseError, CodeInvalidRequest:
 		return http.StatusBadRequest
@@ -83,11 +92,20 @@ func (v *Violation) HTTPStatus() int {
 	return http.StatusOK
 }
 
-// Response is the JSON-RPC error response for v.
+// Response is the JSON-RPC response for v: an error, or the tool error
+// result of a ToolError.
 func (v *Violation) Response() []byte {
 	id := v.ID
 	if len(id) == 0 {
 		id = json.RawMessage("null")
+	}
+	if v.ToolError {
+		b, _ := json.Marshal(struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Result  any             `json:"result"`
+		}{"2.0", id, ErrorResult(api.Errorf(api.KindInvalidArgument, "%s", v.Message))})
+		return b
 	}
 	b, _ := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
@@ -103,60 +121,68 @@ func (v *Violation) Response() []byte {
 	return b
 }
 
-// Check validates one message. needSession says the transport has no session
-// for it (HTTP without Mcp-Session-Id): then only initialize may pass.
-func (g *Gate) Check(msg []byte, needSession bool) *Violation {
+// Check validates one message and says which revision it speaks (for the
+// HTTP transport, which serves ModernVersion requests without a session).
+func (g *Gate) Check(msg []byte, sess Session) (violation *Violation, version string) {
+	version = sess.Version
 	if len(msg) > MaxMessageBytes {
-		return &Violation{Code: CodeInvalidRequest, Message: fmt.Sprintf("message of %d bytes is over the %d byte limit", len(msg), MaxMessageBytes)}
+		return &Violation{Code: CodeInvalidRequest, Message: fmt.Sprintf("message of %d bytes is over the %d byte limit", len(msg), MaxMessageBytes)}, version
 	}
 	trimmed := bytes.TrimSpace(msg)
 	if !json.Valid(trimmed) {
-		return &Violation{Code: CodeParseError, Message: "parse error: the message is not valid JSON"}
+		return &Violation{Code: CodeParseError, Message: "parse error: the message is not valid JSON"}, version
 	}
 	if len(trimmed) > 0 && trimmed[0] == '[' {
-		return &Violation{Code: CodeInvalidRequest, Message: "batch arrays are not supported: send one message at a time"}
+		// 2025-03-26 allowed batches and 2025-06-18 removed them; the
+		// transport document refuses them on every revision.
+		return &Violation{Code: CodeInvalidRequest, Message: "batch arrays are not supported: send one message at a time"}, version
 	}
 	if trimmed[0] != '{' {
-		return &Violation{Code: CodeInvalidRequest, Message: "a JSON-RPC message must be an object"}
+		return &Violation{Code: CodeInvalidRequest, Message: "a JSON-RPC message must be an object"}, version
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &m); err != nil {
-		return &Violation{Code: CodeInvalidRequest, Message: "a JSON-RPC message must be an object"}
+		return &Violation{Code: CodeInvalidRequest, Message: "a JSON-RPC message must be an object"}, version
 	}
 	rawID, hasID := m["id"]
 	v := &Violation{ID: nil}
 	if hasID {
 		if !validID(rawID) {
 			v.Code, v.Message = CodeInvalidRequest, "id must be a string or a number"
-			return v
+			return v, version
 		}
 		v.ID = rawID
 	}
 	if string(m["jsonrpc"]) != `"2.0"` {
 		v.Code, v.Message = CodeInvalidRequest, `jsonrpc must be "2.0"`
-		return v
+		return v, version
 	}
 	rawMethod, hasMethod := m["method"]
 	if !hasMethod {
 		_, hasResult := m["result"]
 		_, hasError := m["error"]
 		if hasID && (hasResult != hasError) {
-			return nil // a response to a server request (e.g. ping)
+			return nil, version // a response to a server request (e.g. ping)
 		}
 		v.Code, v.Message = CodeInvalidRequest, "a request needs a method"
-		return v
+		return v, version
 	}
 	var method string
 	if err := json.Unmarshal(rawMethod, &method); err != nil || method == "" {
 		v.Code, v.Message = CodeInvalidRequest, "method must be a non-empty string"
-		return v
-	}
-	if needSession && method != "initialize" {
-		v.Code, v.Message = CodeInvalidRequest, fmt.Sprintf("%s needs the Mcp-Session-Id header the server minted at initialize", method)
-		v.Notification = !hasID
-		return v
+		return v, version
 	}
 	params, hasParams := m["params"]
+	// A request that names a stateless revision speaks it, whatever the
+	// transport holds; a notification never selects one (SEP-2575).
+	if mv := metaVersion(params); hasID && IsModern(mv) {
+		version = mv
+	}
+	if sess.Missing && !IsModern(version) && method != "initialize" {
+		v.Code, v.Message = CodeInvalidRequest, fmt.Sprintf("%s needs the Mcp-Session-Id header the server minted at initialize", method)
+		v.Notification = !hasID
+		return v, version
+	}
 	if hasParams && !isNull(params) && !isObject(params) {
 		v.Code, v.Message = CodeInvalidParams, "params must be an object"
 		v.Notification = !hasID
@@ -164,28 +190,48 @@ func (g *Gate) Check(msg []byte, needSession bool) *Violation {
 			// A malformed notification is still invalid, but never answered on stdio.
 			v.Code = CodeInvalidRequest
 		}
-		return v
+		return v, version
 	}
 	if !hasID {
-		return nil // notification
+		return nil, version // notification
 	}
-	if !methods[method] {
+	if IsModern(sess.Version) && !IsModern(metaVersion(params)) {
+		v.Code, v.Message = CodeInvalidParams, fmt.Sprintf(
+			"%s: a %s request names its revision in params._meta[%q], with the client's capabilities", method, sess.Version, metaVersionKey)
+		return v, version
+	}
+	served, other := legacyMethods, modernMethods
+	if IsModern(version) {
+		served, other = modernMethods, legacyMethods
+	}
+	if !served[method] {
 		v.Code, v.Message = CodeMethodNotFound, fmt.Sprintf("method not found: %q", method)
-		return v
+		if other[method] {
+			if IsModern(version) {
+				v.Message = fmt.Sprintf("method %q is not part of MCP %s (the stateless revisions have no %s)", method, version, method)
+			} else {
+				v.Message = fmt.Sprintf("method %q is only part of MCP %s and later", method, ModernVersion)
+			}
+		}
+		return v, version
 	}
 	switch method {
 	case "initialize":
 		if !isObject(params) {
 			v.Code, v.Message = CodeInvalidParams, "initialize needs params {protocolVersion, capabilities, clientInfo}"
-			return v
+			return v, version
 		}
 	case "tools/call":
-		return g.checkCall(params, v)
+		return g.checkCall(params, v, version >= ToolErrorVersion), version
 	}
-	return nil
+	return nil, version
 }
 
-func (g *Gate) checkCall(params json.RawMessage, v *Violation) *Violation {
+// checkCall checks a tools/call. Arguments that do not fit the tool are a
+// tool error when toolErrors is set (ToolErrorVersion and later), -32602
+// before; an unknown tool is -32601 on every revision, as the transport
+// document says.
+func (g *Gate) checkCall(params json.RawMessage, v *Violation, toolErrors bool) *Violation {
 	// A map, not a struct: the SDK reads "name" and "arguments" exactly,
 	// and a struct would also take "Name" or "ARGUMENTS".
 	var p map[string]json.RawMessage
@@ -206,29 +252,32 @@ func (g *Gate) checkCall(params json.RawMessage, v *Violation) *Violation {
 	var args any = map[string]any{}
 	if raw := p["arguments"]; len(raw) > 0 && !isNull(raw) {
 		if !isObject(raw) {
-			v.Code, v.Message = CodeInvalidParams, fmt.Sprintf("tools/call %s: arguments must be an object", name)
-			return v
+			return argError(v, toolErrors, fmt.Sprintf("tools/call %s: arguments must be an object", name))
 		}
 		var m map[string]any
 		if err := json.Unmarshal(raw, &m); err != nil {
-			v.Code, v.Message = CodeInvalidParams, fmt.Sprintf("tools/call %s: arguments: %v", name, err)
-			return v
+			return argError(v, toolErrors, fmt.Sprintf("tools/call %s: arguments: %v", name, err))
 		}
 		for k := range m {
 			for _, prop := range g.props[name] {
 				if k != prop && strings.EqualFold(k, prop) {
-					v.Code, v.Message = CodeInvalidParams, fmt.Sprintf("tools/call %s: argument %q: names are case-sensitive; did you mean %q?", name, k, prop)
-					return v
+					return argError(v, toolErrors, fmt.Sprintf("tools/call %s: argument %q: names are case-sensitive; did you mean %q?", name, k, prop))
 				}
 			}
 		}
 		args = m
 	}
 	if err := schema.Validate(args); err != nil {
-		v.Code, v.Message = CodeInvalidParams, fmt.Sprintf("tools/call %s: arguments do not match the input schema: %v", name, err)
-		return v
+		return argError(v, toolErrors, fmt.Sprintf("tools/call %s: arguments do not match the input schema: %v", name, err))
 	}
 	return nil
+}
+
+// argError refuses a tool's arguments: as a tool error the model reads, or
+// as -32602.
+func argError(v *Violation, toolError bool, msg string) *Violation {
+	v.Code, v.Message, v.ToolError = CodeInvalidParams, msg, toolError
+	return v
 }
 
 func validID(raw json.RawMessage) bool {

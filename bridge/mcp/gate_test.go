@@ -51,15 +51,18 @@ var gateSeeds = []string{
 }
 
 // FuzzGate: the gate never panics, and whatever it lets through is one
-// JSON object with jsonrpc "2.0"; whatever it refuses gets a valid answer.
+// JSON object with jsonrpc "2.0"; whatever it refuses gets a valid answer,
+// on every revision, with a session or without.
 func FuzzGate(f *testing.F) {
-	for _, s := range gateSeeds {
-		f.Add([]byte(s), false)
-		f.Add([]byte(s), true)
+	for _, s := range append(gateSeeds, modernSeeds...) {
+		for _, v := range append(mcp.ProtocolVersions, "") {
+			f.Add([]byte(s), false, v)
+			f.Add([]byte(s), true, v)
+		}
 	}
 	g := newGate(f)
-	f.Fuzz(func(t *testing.T, msg []byte, needSession bool) {
-		v := g.Check(msg, needSession)
+	f.Fuzz(func(t *testing.T, msg []byte, missing bool, version string) {
+		v, _ := g.Check(msg, mcp.Session{Version: version, Missing: missing})
 		if v == nil {
 			var m map[string]json.RawMessage
 			if err := json.Unmarshal(msg, &m); err != nil {
@@ -74,9 +77,24 @@ func FuzzGate(f *testing.F) {
 			JSONRPC string          `json:"jsonrpc"`
 			ID      json.RawMessage `json:"id"`
 			Error   struct{ Code int }
+			Result  struct {
+				IsError           bool `json:"isError"`
+				StructuredContent struct {
+					Error struct{ Kind string }
+				} `json:"structuredContent"`
+			}
 		}
-		if err := json.Unmarshal(v.Response(), &resp); err != nil || resp.JSONRPC != "2.0" || resp.Error.Code != v.Code {
+		if err := json.Unmarshal(v.Response(), &resp); err != nil || resp.JSONRPC != "2.0" {
 			t.Fatalf("bad answer %s: %v", v.Response(), err)
+		}
+		if v.ToolError {
+			if !resp.Result.IsError || resp.Result.StructuredContent.Error.Kind != "invalid_argument" {
+				t.Fatalf("bad tool error %s", v.Response())
+			}
+			return
+		}
+		if resp.Error.Code != v.Code {
+			t.Fatalf("bad answer %s", v.Response())
 		}
 		switch v.Code {
 		case mcp.CodeParseError, mcp.CodeInvalidRequest, mcp.CodeMethodNotFound, mcp.CodeInvalidParams:
@@ -111,7 +129,7 @@ func TestGateCodes(t *testing.T) {
 		{gateSeeds[16], mcp.CodeInvalidParams},
 		{gateSeeds[17], mcp.CodeInvalidParams},
 	} {
-		v := g.Check([]byte(tc.msg), false)
+		v, _ := g.Check([]byte(tc.msg), mcp.Session{})
 		got := 0
 		if v != nil {
 			got = v.Code

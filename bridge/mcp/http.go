@@ -29,6 +29,7 @@ const (
 	idleTimeout       = 5 * time.Minute
 	shutdownTimeout   = 10 * time.Second
 	sessionHeader     = "Mcp-Session-Id"
+	versionHeader     = "Mcp-Protocol-Version"
 )
 
 // Session bounds. Sessions cost about 10 KB each and clients do not always
@@ -63,7 +64,9 @@ type HTTPOptions struct {
 
 // HTTPHandler serves MCP at /mcp: Host/Origin check (403), bearer (401),
 // the gate (JSON-RPC errors), the session cap (503), then the SDK's
-// streamable handler.
+// streamable handler: the stateful one for the revisions with sessions,
+// a stateless one for ModernVersion requests, which have none (serving
+// them statefully would open a session per request that nobody ends).
 func (b *Bridge) HTTPHandler(o HTTPOptions) http.Handler {
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = MaxSessions
@@ -77,6 +80,14 @@ func (b *Bridge) HTTPHandler(o HTTPOptions) http.Handler {
 		// above it so the gate's JSON-RPC answer is the one a client sees.
 		MaxRequestBodyBytes: 2 * MaxMessageBytes,
 		SessionTimeout:      o.SessionIdle,
+	})
+	stateless := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return b.server }, &sdk.StreamableHTTPOptions{
+		Logger:              b.log,
+		MaxRequestBodyBytes: 2 * MaxMessageBytes,
+		Stateless:           true,
+		// Each request is its own session: a client cancels a call by
+		// closing its stream, and that must reach the tool.
+		PropagateRequestCancellation: true,
 	})
 	slots := &sessionSlots{max: o.MaxSessions, live: b.sessionCount}
 	want := sha256.Sum256([]byte(o.Token))
@@ -93,6 +104,7 @@ func (b *Bridge) HTTPHandler(o HTTPOptions) http.Handler {
 			http.Error(w, "unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
 			return
 		}
+		version := r.Header.Get(versionHeader)
 		if r.Method == http.MethodPost {
 			body, err := io.ReadAll(io.LimitReader(r.Body, MaxMessageBytes+1))
 			if err != nil {
@@ -103,15 +115,17 @@ func (b *Bridge) HTTPHandler(o HTTPOptions) http.Handler {
 				writeViolation(w, &Violation{Code: CodeInvalidRequest, Message: "message is over the 1 MiB limit"}, http.StatusRequestEntityTooLarge)
 				return
 			}
-			if v := b.gate.Check(body, r.Header.Get(sessionHeader) == ""); v != nil {
+			v, msgVersion := b.gate.Check(body, Session{Version: version, Missing: r.Header.Get(sessionHeader) == ""})
+			if v != nil {
 				writeViolation(w, v, v.HTTPStatus())
 				return
 			}
+			version = msgVersion
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			r.ContentLength = int64(len(body))
-			// Past the gate, a POST without a session id is an initialize:
-			// it opens a session.
-			if r.Header.Get(sessionHeader) == "" {
+			// Past the gate, a POST of the revisions with sessions and
+			// without a session id is an initialize: it opens a session.
+			if !IsModern(version) && r.Header.Get(sessionHeader) == "" {
 				release, ok := slots.reserve()
 				if !ok {
 					b.log.Warn("MCP session refused: too many open", "max", o.MaxSessions)
@@ -122,6 +136,10 @@ func (b *Bridge) HTTPHandler(o HTTPOptions) http.Handler {
 				}
 				defer release()
 			}
+		}
+		if IsModern(version) {
+			stateless.ServeHTTP(w, r)
+			return
 		}
 		stream.ServeHTTP(w, r)
 	})

@@ -11,10 +11,14 @@ import (
 func TestProtocolVersions(t *testing.T) {
 	e := newEnv(t)
 	for _, tc := range []struct{ ask, want string }{
+		{"2025-11-25", "2025-11-25"},
 		{"2025-06-18", "2025-06-18"},
 		{"2025-03-26", "2025-03-26"},
 		{"2024-11-05", "2024-11-05"},
-		{"2099-01-01", "2025-06-18"}, // unknown: the newest we speak
+		// The stateless revision has no initialize: a client asking for it
+		// there gets the newest revision that has one.
+		{"2026-07-28", "2025-11-25"},
+		{"2099-01-01", "2025-11-25"}, // unknown: the newest with initialize
 	} {
 		t.Run(tc.ask, func(t *testing.T) {
 			_, r := e.initialize(t, tc.ask)

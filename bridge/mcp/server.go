@@ -18,10 +18,6 @@ import (
 	"github.com/trycua/cua-spacesd/bridge/tools"
 )
 
-// ProtocolVersions are the MCP revisions the bridge speaks; an initialize
-// asking for another is answered with the newest of these.
-var ProtocolVersions = []string{"2025-06-18", "2025-03-26", "2024-11-05"}
-
 // progressInterval spaces progress notifications: enough to draw a bar,
 // few enough that a 1 GiB transfer does not send thousands.
 const progressInterval = 100 * time.Millisecond

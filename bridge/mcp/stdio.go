@@ -34,8 +34,10 @@ func (b *Bridge) RunStdio(ctx context.Context, in io.Reader, out io.Writer) erro
 	return err
 }
 
-// pump copies gated lines from r to the SDK's pipe.
+// pump copies gated lines from r to the SDK's pipe. The one session of a
+// stdio connection speaks the revision its initialize negotiated.
 func (b *Bridge) pump(r *bufio.Reader, sdkIn io.Writer, out *lockedWriter) error {
+	var sess Session
 	for {
 		line, tooLong, err := readLine(r, MaxMessageBytes)
 		if len(bytes.TrimSpace(line)) > 0 || tooLong {
@@ -43,7 +45,12 @@ func (b *Bridge) pump(r *bufio.Reader, sdkIn io.Writer, out *lockedWriter) error
 			if tooLong {
 				v = &Violation{Code: CodeInvalidRequest, Message: "message is over the 1 MiB limit"}
 			} else {
-				v = b.gate.Check(line, false)
+				v, _ = b.gate.Check(line, sess)
+				if v == nil {
+					if asked, ok := initializeVersion(line); ok {
+						sess.Version = negotiate(asked)
+					}
+				}
 			}
 			if v != nil {
 				if !v.Notification {
@@ -150,6 +157,20 @@ type envelope struct {
 	Method string          `json:"method"`
 	Result json.RawMessage `json:"result"`
 	Error  json.RawMessage `json:"error"`
+}
+
+// initializeVersion is the revision an initialize request asks for.
+func initializeVersion(line []byte) (string, bool) {
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(line, &m) != nil || m.Method != "initialize" {
+		return "", false
+	}
+	return m.Params.ProtocolVersion, true
 }
 
 func isRequest(line []byte) bool {
