@@ -55,9 +55,12 @@ func (x *xconn) do(ctx context.Context, what string, op func() error) error {
 	case <-x.broken:
 		select {
 		case err := <-done: // finished just as the connection was given up
-			return err
+			if err == nil {
+				return nil
+			}
 		default:
 		}
+		// An error of op here is the closed socket's (EOF), not its own.
 		return x.brokenErr()
 	case <-ctx.Done():
 		return x.ctxErr(ctx, what)
