@@ -309,6 +309,22 @@ func dialX(ctx context.Context, display, xauthority string) (*xgb.Conn, net.Conn
 	return c, sock, nil
 }
 
+// closeAndWait ends a connection made by dialX that has no event loop of
+// its own, at once (closing the socket ends xgb's goroutines even when the
+// server stopped answering), and returns when xgb's reader has stopped.
+// xgb keeps extension event and error decoders in package-level maps that
+// a later connection's setup writes; a reader still running could race
+// with that write.
+func closeAndWait(c *xgb.Conn, sock net.Conn) {
+	c.Close()
+	_ = sock.Close()
+	for {
+		if ev, err := c.WaitForEvent(); ev == nil && err == nil {
+			return // the event channel is closed: the reader has returned
+		}
+	}
+}
+
 // dialSocket connects to the first of d's addresses that answers; when
 // none does, the error is the first address's.
 func dialSocket(ctx context.Context, d displayName) (net.Conn, error) {

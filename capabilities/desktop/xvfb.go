@@ -144,10 +144,8 @@ func waitForWM(ctx context.Context, display, xauthority string) error {
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", display, err)
 	}
-	// The socket's close ends xgb's goroutines even when the server stopped
-	// answering; the server frees the probe window with the connection.
-	defer sock.Close()
-	defer c.Close()
+	// The server frees the probe window with the connection.
+	defer closeAndWait(c, sock)
 	screen := xproto.Setup(c).DefaultScreen(c)
 	name := "_NET_CLIENT_LIST"
 	a, err := xproto.InternAtom(c, false, uint16(len(name)), name).Reply()

@@ -21,6 +21,8 @@ type XClient struct {
 	fills  []Fill
 	gc     xproto.Gcontext
 	events chan xgb.Event
+
+	done chan struct{} // closed when loop has seen the connection end
 }
 
 // Fill is one coloured rectangle of the window (window coordinates).
@@ -67,9 +69,10 @@ func NewXClient(t testing.TB, display, title string, w, h int, fills []Fill) *XC
 	gid, _ := c.NewId()
 	gc := xproto.Gcontext(gid)
 	xproto.CreateGC(c, gc, xproto.Drawable(win), 0, nil)
-	xc := &XClient{C: c, Win: win, w: w, h: h, fills: fills, gc: gc, events: make(chan xgb.Event, 1024)}
+	xc := &XClient{C: c, Win: win, w: w, h: h, fills: fills, gc: gc, events: make(chan xgb.Event, 1024), done: make(chan struct{})}
 	xproto.MapWindow(c, win)
 	go xc.loop()
+	t.Cleanup(xc.close)
 	return xc
 }
 
@@ -84,6 +87,7 @@ func (xc *XClient) paint() {
 
 // loop repaints on Expose and hands every other event to the test.
 func (xc *XClient) loop() {
+	defer close(xc.done)
 	for {
 		ev, err := xc.C.WaitForEvent()
 		if ev == nil && err == nil {
@@ -100,6 +104,18 @@ func (xc *XClient) loop() {
 			default:
 			}
 		}
+	}
+}
+
+// close ends the connection and waits until xgb's reader has stopped: xgb
+// keeps the event decoders of extensions in package-level maps, which the
+// next test's connection setup writes, and only a reader known to be done
+// cannot race with that.
+func (xc *XClient) close() {
+	xc.C.Close()
+	select {
+	case <-xc.done:
+	case <-time.After(EventTimeout): // a stopped server; the test failed anyway
 	}
 }
 
