@@ -21,6 +21,7 @@ import (
 
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/composite"
+	"github.com/jezek/xgb/damage"
 	"github.com/jezek/xgb/shm"
 	"github.com/jezek/xgb/xproto"
 	"github.com/jezek/xgb/xtest"
@@ -139,7 +140,7 @@ func (d *Desktop) conn(ctx context.Context) (*xconn, error) {
 	d.lastErr = nil
 	d.x = x
 	d.log.Info("X display connected", "display", d.display, "xtest", x.hasXTest, "composite", x.hasComposite,
-		"shm", x.shm != nil, "wm", x.wm(ctx))
+		"damage", x.hasDamage, "shm", x.shm != nil, "wm", x.wm(ctx))
 	return x, nil
 }
 
@@ -161,12 +162,16 @@ type xconn struct {
 
 	hasXTest     bool
 	hasComposite bool
+	hasDamage    bool    // XDamage and XFixes 2 are there: captures can wait for changes
 	shm          *shmSeg // nil when MIT-SHM cannot be used
 	wmMu         sync.Mutex
 	wmName       string // EWMH window manager's name; "" until one runs
 
 	atomMu sync.Mutex
 	atoms  map[string]xproto.Atom
+
+	damageMu   sync.Mutex
+	damageSubs map[damage.Damage]chan struct{} // a tracker's wake-up, by its damage
 
 	dead chan struct{} // closed when the event loop sees the connection end
 
@@ -187,6 +192,8 @@ func dial(ctx context.Context, display, xauthority string, logger *slog.Logger) 
 		log:       logger,
 		atoms:     map[string]xproto.Atom{},
 		dead:      make(chan struct{}),
+
+		damageSubs: map[damage.Damage]chan struct{}{},
 	}
 	x.screen = xproto.Setup(c).DefaultScreen(c)
 	// The event loop starts after setup, which writes what it reads;
@@ -216,6 +223,7 @@ func (x *xconn) setup(ctx context.Context) error {
 				}
 			}
 		}
+		x.hasDamage = x.initDamage()
 		return nil
 	})
 	if err != nil {
@@ -295,6 +303,8 @@ func (x *xconn) eventLoop() {
 			x.clip.onNotify(e)
 		case xproto.PropertyNotifyEvent:
 			x.clip.onProperty(e)
+		case damage.NotifyEvent:
+			x.onDamage(e)
 		}
 	}
 }

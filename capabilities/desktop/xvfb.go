@@ -32,6 +32,9 @@ type VirtualOptions struct {
 	// NoComposite starts Xvfb without the Composite extension (for tests
 	// of the capture without it).
 	NoComposite bool
+	// NoDamage starts Xvfb without the DAMAGE extension (for tests of
+	// captures that cannot know what changed).
+	NoDamage bool
 	// Xauthority, when set, is the file Xvfb takes its cookies from
 	// (-auth): a client is then let in only with one of them. The window
 	// manager reads it too (XAUTHORITY), so it must then hold an entry for
@@ -78,6 +81,9 @@ func StartVirtual(ctx context.Context, opts VirtualOptions) (*Virtual, error) {
 	}
 	args := []string{"-displayfd", "3", "-screen", "0", opts.Size + "x24",
 		"-nolisten", "tcp", "-noreset", composite, "COMPOSITE", "+extension", "XTEST"}
+	if opts.NoDamage {
+		args = append(args, "-extension", "DAMAGE")
+	}
 	if opts.Xauthority != "" {
 		args = append(args, "-auth", opts.Xauthority)
 	}

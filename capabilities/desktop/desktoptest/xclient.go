@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"os"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,9 +20,11 @@ type XClient struct {
 	C      *xgb.Conn
 	Win    xproto.Window
 	w, h   int
-	fills  []Fill
 	gc     xproto.Gcontext
 	events chan xgb.Event
+
+	mu    sync.Mutex
+	fills []Fill // painted in order on every Expose
 
 	done chan struct{} // closed when loop has seen the connection end
 }
@@ -77,11 +81,28 @@ func NewXClient(t testing.TB, display, title string, w, h int, fills []Fill) *XC
 }
 
 func (xc *XClient) paint() {
-	for _, f := range xc.fills {
-		xproto.ChangeGC(xc.C, xc.gc, xproto.GcForeground, []uint32{f.RGB})
-		xproto.PolyFillRectangle(xc.C, xproto.Drawable(xc.Win), xc.gc,
-			[]xproto.Rectangle{{X: int16(f.X), Y: int16(f.Y), Width: uint16(f.W), Height: uint16(f.H)}})
+	xc.mu.Lock()
+	fills := xc.fills
+	xc.mu.Unlock()
+	for _, f := range fills {
+		xc.draw(f)
 	}
+	_, _ = xproto.GetInputFocus(xc.C).Reply()
+}
+
+func (xc *XClient) draw(f Fill) {
+	xproto.ChangeGC(xc.C, xc.gc, xproto.GcForeground, []uint32{f.RGB})
+	xproto.PolyFillRectangle(xc.C, xproto.Drawable(xc.Win), xc.gc,
+		[]xproto.Rectangle{{X: int16(f.X), Y: int16(f.Y), Width: uint16(f.W), Height: uint16(f.H)}})
+}
+
+// Fill paints one more rectangle now, as an app drawing would, and keeps
+// it for later repaints; it returns once the server has drawn it.
+func (xc *XClient) Fill(f Fill) {
+	xc.mu.Lock()
+	xc.fills = append(slices.Clip(xc.fills), f)
+	xc.mu.Unlock()
+	xc.draw(f)
 	_, _ = xproto.GetInputFocus(xc.C).Reply()
 }
 
