@@ -364,3 +364,20 @@ func clip(r api.Rect, w, h int) api.Rect {
 	}
 	return api.Rect{X: x0, Y: y0, Width: x1 - x0, Height: y1 - y0}
 }
+
+// bufferPool keeps BGRX frame buffers between one-shot captures, so a
+// stream of JPEG screenshots does not allocate a frame's worth each time.
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) get(n int) *[]byte {
+	if v, ok := b.p.Get().(*[]byte); ok && cap(*v) >= n {
+		*v = (*v)[:n]
+		return v
+	}
+	s := make([]byte, n)
+	return &s
+}
+
+// put keeps v for a later capture. Only a buffer whose read completed may
+// come back: an abandoned read can still write into it.
+func (b *bufferPool) put(v *[]byte) { b.p.Put(v) }

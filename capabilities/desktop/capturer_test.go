@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
+	"github.com/trycua/cua-spacesd/media/jpegenc"
 )
 
 // next is c.Next bounded by desktoptest.EventTimeout (a liveness bound: a
@@ -208,5 +210,60 @@ func TestCapturerWithoutDamage(t *testing.T) {
 		if f := next(t, c); !f.Full || f.Width != 320 {
 			t.Fatalf("frame %d without XDamage: full %v, %dx%d", i, f.Full, f.Width, f.Height)
 		}
+	}
+}
+
+// TestJPEGFromBGRX: an unscaled JPEG screenshot is encoded from the
+// capture's BGRX as it is, into a buffer kept between screenshots: it
+// comes out byte for byte as the same pixels encoded from RGBA, and a
+// screenshot allocates far less than a frame (the RGBA detour allocated a
+// whole converted frame each time).
+func TestJPEGFromBGRX(t *testing.T) {
+	display := desktoptest.Start(t, desktoptest.Options{Size: "640x480"})
+	d := desktop.New(desktop.Options{Display: display})
+	t.Cleanup(d.Close)
+	ctx := context.Background()
+	c := d.NewCapturer(0)
+	t.Cleanup(c.Close)
+	next(t, c) // connect before the test client (see desktopDaemon)
+	showWindow(t, d, display)
+	idle(t, c)
+	img, _, err := d.Capture(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, info, err := d.Screenshot(ctx, api.ScreenshotRequest{Format: api.FormatJPEG})
+	if err != nil || info.Scale != 1 {
+		t.Fatalf("screenshot: %+v, %v", info, err)
+	}
+	var enc jpegenc.Encoder
+	want, err := enc.Append(nil, jpegenc.Image{Pix: img.Pix, Stride: img.Stride, Width: 640, Height: 480, Format: jpegenc.RGBA},
+		jpegenc.Options{Quality: desktop.DefaultJPEGQuality})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Fatalf("JPEG from BGRX (%d bytes) differs from the JPEG of the RGBA capture (%d bytes)", len(got), len(want))
+	}
+
+	if raceEnabled {
+		t.Log("not measuring the buffer reuse: the race detector makes sync.Pool drop buffers at random")
+		return
+	}
+	const shots = 10
+	frame := uint64(640 * 480 * 4)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range shots {
+		if _, _, err := d.Screenshot(ctx, api.ScreenshotRequest{Format: api.FormatJPEG}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	// Far below a frame even if a GC empties the buffer pool once or twice.
+	per := (after.TotalAlloc - before.TotalAlloc) / shots
+	t.Logf("a 640x480 JPEG screenshot allocates %d bytes", per)
+	if per > frame/2 {
+		t.Fatalf("a JPEG screenshot allocates %d bytes, over half a %d-byte frame: the pixels are copied or converted", per, frame)
 	}
 }

@@ -77,6 +77,9 @@ type Desktop struct {
 	// owed are keys and buttons an abandoned input call may have left
 	// pressed; the next input call releases them first. Guarded by input.
 	owed held
+
+	// frames are the BGRX buffers of one-shot captures (JPEG screenshots).
+	frames bufferPool
 }
 
 // New returns a Desktop of the given display; it does not connect yet.

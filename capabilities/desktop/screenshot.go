@@ -26,7 +26,10 @@ const (
 	MaxCapturePixels = 8192 * 8192
 )
 
-// Screenshot captures the screen or one window and encodes it.
+// Screenshot captures the screen or one window and encodes it. An
+// unscaled JPEG is encoded from the X server's BGRX as captured; a PNG,
+// and a screenshot scaled down by max_dimension, are converted to RGBA
+// while copied out of the capture (image/png and x/image/draw read RGBA).
 func (d *Desktop) Screenshot(ctx context.Context, req api.ScreenshotRequest) ([]byte, api.ScreenshotInfo, error) {
 	var info api.ScreenshotInfo
 	switch req.Format {
@@ -51,11 +54,19 @@ func (d *Desktop) Screenshot(ctx context.Context, req api.ScreenshotRequest) ([]
 	if err != nil {
 		return nil, info, err
 	}
+	var pooled *[]byte
 	px, src, err := x.captureWhole(ctx, req.WindowID, func(w, h int) pixels {
+		if req.Format == api.FormatJPEG && !scalesDown(w, h, req.MaxDimension) {
+			pooled = d.frames.get(w * h * 4)
+			return pixels{pix: *pooled, stride: w * 4}
+		}
 		return pixels{pix: make([]byte, w*h*4), stride: w * 4, rgba: true}
 	})
 	if err != nil {
-		return nil, info, err
+		return nil, info, err // a pooled buffer stays out: an abandoned read may still fill it
+	}
+	if pooled != nil {
+		defer d.frames.put(pooled)
 	}
 	return encode(px, src, req)
 }
@@ -77,6 +88,9 @@ func (d *Desktop) Capture(ctx context.Context, windowID uint32) (*image.RGBA, ap
 	}
 	return img, src.bounds, nil
 }
+
+// scalesDown reports whether a w x h capture is scaled for maxDim.
+func scalesDown(w, h, maxDim int) bool { return maxDim > 0 && (w > maxDim || h > maxDim) }
 
 // pngEncoder favours speed: a screenshot is read once, soon.
 var pngEncoder = png.Encoder{CompressionLevel: png.BestSpeed, BufferPool: &pngPool{}}
@@ -110,9 +124,22 @@ func Scaled(img *image.RGBA, maxDim int) (*image.RGBA, float64) {
 	return dst, s
 }
 
-// encode scales a whole RGBA capture when asked, then encodes it.
+// encode encodes a whole capture: BGRX goes to the JPEG encoder as it is;
+// RGBA is scaled when asked, then encoded.
 func encode(px pixels, src source, req api.ScreenshotRequest) ([]byte, api.ScreenshotInfo, error) {
-	info := api.ScreenshotInfo{Format: req.Format, Bounds: src.bounds, WindowID: req.WindowID}
+	info := api.ScreenshotInfo{
+		Width: src.size.X, Height: src.size.Y, Scale: 1,
+		Format: req.Format, Bounds: src.bounds, WindowID: req.WindowID,
+	}
+	if !px.rgba {
+		b, err := jpegEncoder.Append(nil, jpegenc.Image{
+			Pix: px.pix, Stride: px.stride, Width: info.Width, Height: info.Height, Format: jpegenc.BGRX,
+		}, jpegenc.Options{Quality: req.Quality})
+		if err != nil {
+			return nil, info, api.Errorf(api.KindEnv, "encode %s screenshot: %w", req.Format, err)
+		}
+		return b, info, nil
+	}
 	out, scale := Scaled(&image.RGBA{Pix: px.pix, Stride: px.stride, Rect: image.Rectangle{Max: src.size}}, req.MaxDimension)
 	info.Width, info.Height, info.Scale = out.Bounds().Dx(), out.Bounds().Dy(), scale
 	if req.Format == api.FormatJPEG {
