@@ -58,7 +58,7 @@ type Capturer struct {
 }
 
 // ErrCapturerClosed is Next's answer after Close.
-var ErrCapturerClosed = errors.New("desktop: capturer closed")
+var ErrCapturerClosed = api.Errorf(api.KindCancelled, "capture: the capturer was closed")
 
 // NewCapturer returns a Capturer of the screen (windowID 0) or of one
 // window. It connects on the first Next.
@@ -104,7 +104,11 @@ func (c *Capturer) reset() {
 // frame is whole.
 func (c *Capturer) Next(ctx context.Context) (Frame, error) {
 	if c.mu.acquire(ctx) != nil {
-		return Frame{}, api.Errorf(api.KindCancelled, "capture: waiting for another Next: %w", ctx.Err())
+		kind := api.KindCancelled
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			kind = api.KindTimeout
+		}
+		return Frame{}, api.Errorf(kind, "capture: waiting for another Next: %w", ctx.Err())
 	}
 	defer c.mu.release()
 	for {
@@ -138,6 +142,13 @@ var errConnEnded = errors.New("the X connection ended")
 func (c *Capturer) next(ctx context.Context, x *xconn) (Frame, error) {
 	full := !c.valid
 	if c.track == nil && x.hasDamage {
+		if c.windowID != 0 {
+			// A window that is not there is not_found, not a failed
+			// damage request.
+			if _, err := x.window(ctx, c.windowID); err != nil {
+				return Frame{}, err
+			}
+		}
 		// Tracking starts before the whole frame is read, so that nothing
 		// drawn after the read is missed (what is drawn in between is
 		// both read and reported once more).
@@ -177,8 +188,19 @@ func (c *Capturer) next(ctx context.Context, x *xconn) (Frame, error) {
 func (c *Capturer) takeAndRead(ctx context.Context, x *xconn, full bool) (Frame, bool, error) {
 	var rects []image.Rectangle
 	if c.track != nil {
+		// A wake-up pending now is for damage this take hands over.
+		select {
+		case <-c.track.notify:
+		default:
+		}
 		var err error
 		if rects, err = c.track.take(ctx); err != nil {
+			if c.windowID != 0 && x.brokenErr() == nil && ctx.Err() == nil {
+				// The server frees a window's damage with the window.
+				if _, werr := x.window(ctx, c.windowID); werr != nil {
+					return Frame{}, false, werr
+				}
+			}
 			return Frame{}, false, err
 		}
 	}
@@ -199,7 +221,10 @@ func (c *Capturer) wait(ctx context.Context, x *xconn, full *bool) error {
 	case <-c.done:
 		return ErrCapturerClosed
 	case <-ctx.Done():
-		return x.ctxErr(ctx, "wait for the screen to change")
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return api.Errorf(api.KindTimeout, "X display %s: nothing was drawn on the capture target before the deadline: %w", x.display, ctx.Err())
+		}
+		return api.Errorf(api.KindCancelled, "X display %s: waiting for the capture target to change: %w", x.display, ctx.Err())
 	case <-x.broken:
 		return x.brokenErr()
 	case <-x.dead:

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jezek/xgb/xproto"
+
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
@@ -265,5 +267,42 @@ func TestJPEGFromBGRX(t *testing.T) {
 	t.Logf("a 640x480 JPEG screenshot allocates %d bytes", per)
 	if per > frame/2 {
 		t.Fatalf("a JPEG screenshot allocates %d bytes, over half a %d-byte frame: the pixels are copied or converted", per, frame)
+	}
+}
+
+// TestCapturerWindowGone: a stream of a window that goes away ends with
+// not_found, also while it waits for damage (a destroyed window draws
+// nothing more, and the server frees its damage with it), and a Capturer
+// of a window that is not there answers not_found at once.
+func TestCapturerWindowGone(t *testing.T) {
+	display := desktoptest.Start(t, desktoptest.Options{Size: "640x480"})
+	d := desktop.New(desktop.Options{Display: display})
+	t.Cleanup(d.Close)
+	ctx := context.Background()
+	if _, err := d.Windows(ctx, ""); err != nil { // connect before the test client (see desktopDaemon)
+		t.Fatal(err)
+	}
+	xc, win := showWindow(t, d, display)
+	c := d.NewCapturer(win.WindowID)
+	t.Cleanup(c.Close)
+	next(t, c)
+	idle(t, c) // no damage pending that could wake the Next below
+	waiting := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, desktoptest.EventTimeout)
+		defer cancel()
+		_, err := c.Next(wctx)
+		waiting <- err
+	}()
+	if err := xproto.DestroyWindowChecked(xc.C, xc.Win).Check(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waiting; api.KindOf(err) != api.KindNotFound {
+		t.Fatalf("Next waiting when its window was destroyed: %v; want not_found", err)
+	}
+	gone := d.NewCapturer(win.WindowID)
+	t.Cleanup(gone.Close)
+	if _, err := gone.Next(ctx); api.KindOf(err) != api.KindNotFound {
+		t.Fatalf("first frame of a destroyed window: %v; want not_found", err)
 	}
 }

@@ -46,7 +46,9 @@ type damageTracker struct {
 	notify chan struct{} // one pending wake-up is enough
 }
 
-// trackDamage starts tracking drawable d.
+// trackDamage starts tracking drawable d. A window other than the root is
+// also watched for its end (unmap, destroy), which draws nothing on it but
+// must wake the owner: the server frees the damage with the window.
 func (x *xconn) trackDamage(ctx context.Context, d xproto.Drawable) (*damageTracker, error) {
 	t := &damageTracker{x: x, on: d, notify: make(chan struct{}, 1)}
 	err := x.do(ctx, "track damage", func() error {
@@ -59,8 +61,18 @@ func (x *xconn) trackDamage(ctx context.Context, d xproto.Drawable) (*damageTrac
 		}
 		// Registered before the damage exists, so its first event finds it.
 		x.damageMu.Lock()
-		x.damageSubs[t.id] = t.notify
+		x.damageSubs[t.id] = t
 		x.damageMu.Unlock()
+		if d != xproto.Drawable(x.root) {
+			// Event masks are the daemon's own on that window: the app's
+			// are untouched. The mask stays after the tracking ends (other
+			// trackers may share it); the event loop ignores what no
+			// tracker waits for.
+			if err := xproto.ChangeWindowAttributesChecked(x.c, xproto.Window(d), xproto.CwEventMask,
+				[]uint32{xproto.EventMaskStructureNotify}).Check(); err != nil {
+				return xerr("watch the window", err)
+			}
+		}
 		if err := xfixes.CreateRegionChecked(x.c, t.region, nil).Check(); err != nil {
 			return xerr("create region", err)
 		}
@@ -76,13 +88,29 @@ func (x *xconn) trackDamage(ctx context.Context, d xproto.Drawable) (*damageTrac
 // onDamage is the event loop's: it wakes the damage's tracker.
 func (x *xconn) onDamage(e damage.NotifyEvent) {
 	x.damageMu.Lock()
-	ch := x.damageSubs[e.Damage]
+	t := x.damageSubs[e.Damage]
 	x.damageMu.Unlock()
-	if ch != nil {
-		select {
-		case ch <- struct{}{}:
-		default:
+	if t != nil {
+		t.wake()
+	}
+}
+
+// onWindowGone is the event loop's: it wakes the trackers of a window
+// that was unmapped or destroyed.
+func (x *xconn) onWindowGone(w xproto.Window) {
+	x.damageMu.Lock()
+	defer x.damageMu.Unlock()
+	for _, t := range x.damageSubs {
+		if t.on == xproto.Drawable(w) {
+			t.wake()
 		}
+	}
+}
+
+func (t *damageTracker) wake() {
+	select {
+	case t.notify <- struct{}{}:
+	default:
 	}
 }
 

@@ -174,7 +174,7 @@ type xconn struct {
 	atoms  map[string]xproto.Atom
 
 	damageMu   sync.Mutex
-	damageSubs map[damage.Damage]chan struct{} // a tracker's wake-up, by its damage
+	damageSubs map[damage.Damage]*damageTracker
 
 	dead chan struct{} // closed when the event loop sees the connection end
 
@@ -196,7 +196,7 @@ func dial(ctx context.Context, display, xauthority string, logger *slog.Logger) 
 		atoms:     map[string]xproto.Atom{},
 		dead:      make(chan struct{}),
 
-		damageSubs: map[damage.Damage]chan struct{}{},
+		damageSubs: map[damage.Damage]*damageTracker{},
 	}
 	x.screen = xproto.Setup(c).DefaultScreen(c)
 	// The event loop starts after setup, which writes what it reads;
@@ -308,6 +308,10 @@ func (x *xconn) eventLoop() {
 			x.clip.onProperty(e)
 		case damage.NotifyEvent:
 			x.onDamage(e)
+		case xproto.UnmapNotifyEvent:
+			x.onWindowGone(e.Window)
+		case xproto.DestroyNotifyEvent:
+			x.onWindowGone(e.Window)
 		}
 	}
 }
