@@ -41,6 +41,19 @@ func BenchmarkScreenshot(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/op")
 	})
+	// The capture seam of a stream: a whole BGRX frame (a keyframe) into
+	// the Capturer's own buffer, no conversion, no allocation of pixels.
+	b.Run("frame", func(b *testing.B) {
+		c := d.NewCapturer(0)
+		defer c.Close()
+		for b.Loop() {
+			c.RequestFull()
+			if _, err := c.Next(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/op")
+	})
 }
 
 // BenchmarkInputLatency measures the time from a click call to the

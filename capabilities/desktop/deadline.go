@@ -5,12 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"reflect"
 	"sync"
 	"time"
-	"unsafe"
-
-	"github.com/jezek/xgb"
 
 	"github.com/trycua/cua-spacesd/api"
 )
@@ -55,9 +51,12 @@ func (x *xconn) do(ctx context.Context, what string, op func() error) error {
 	case <-x.broken:
 		select {
 		case err := <-done: // finished just as the connection was given up
-			return err
+			if err == nil {
+				return nil
+			}
 		default:
 		}
+		// An error of op here is the closed socket's (EOF), not its own.
 		return x.brokenErr()
 	case <-ctx.Done():
 		return x.ctxErr(ctx, what)
@@ -111,27 +110,13 @@ func (x *xconn) brokenErr() error {
 	}
 }
 
-// kill closes the socket under the connection. xgb's own Close is graceful:
-// it sends a request and waits for its answer, which a stopped or grabbed
-// server never gives, so it alone would leave xgb's goroutines blocked.
+// kill closes the socket under the connection, which the daemon dialled
+// and owns. xgb's own Close is graceful: it sends a request and waits for
+// its answer, which a stopped or grabbed server never gives, so it alone
+// would leave xgb's goroutines blocked.
 func (x *xconn) kill() {
 	x.c.Close()
-	if x.sock != nil {
-		_ = x.sock.Close()
-	}
-}
-
-// socketOf returns the socket under c. xgb keeps it unexported (field
-// "conn" of xgb.Conn, v1.1.1) and offers no forced close; nil when the field
-// is not there, and then kill falls back to the graceful close alone
-// (TestStoppedServer notices: its leak check fails).
-func socketOf(c *xgb.Conn) net.Conn {
-	f := reflect.ValueOf(c).Elem().FieldByName("conn")
-	if !f.IsValid() || f.Type() != reflect.TypeFor[net.Conn]() {
-		return nil
-	}
-	// Written once by xgb before its goroutines start; only read after.
-	return *(*net.Conn)(unsafe.Pointer(f.UnsafeAddr()))
+	_ = x.sock.Close()
 }
 
 // semaphore is a lock whose acquisition honours a context, for locks held
@@ -156,6 +141,6 @@ func (s semaphore) release() { <-s }
 type failState struct {
 	broken   chan struct{} // closed by fail
 	failOnce sync.Once
-	failWhy  error // set before broken is closed
-	sock     net.Conn
+	failWhy  error    // set before broken is closed
+	sock     net.Conn // the socket under the xgb connection
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/composite"
+	"github.com/jezek/xgb/damage"
 	"github.com/jezek/xgb/shm"
 	"github.com/jezek/xgb/xproto"
 	"github.com/jezek/xgb/xtest"
@@ -39,8 +40,9 @@ const (
 )
 
 func init() {
-	// xgb logs recoverable noise (missing Xauthority) to stderr through a
-	// package logger; the daemon reports connection errors itself.
+	// xgb logs recoverable noise (no Xauthority entry for the empty
+	// display name NewConnNet looks up) to stderr through a package
+	// logger; the daemon reports connection errors itself.
 	xgb.Logger = log.New(io.Discard, "", 0)
 }
 
@@ -48,13 +50,17 @@ func init() {
 type Options struct {
 	// Display is the X display (":0"); "" means none.
 	Display string
-	Logger  *slog.Logger
+	// Xauthority is the file holding the display's cookie; "" means the
+	// X convention, $XAUTHORITY or else $HOME/.Xauthority.
+	Xauthority string
+	Logger     *slog.Logger
 }
 
 // Desktop is the desktop of one X display. It is safe for concurrent use.
 type Desktop struct {
-	display string
-	log     *slog.Logger
+	display    string
+	xauthority string
+	log        *slog.Logger
 
 	// mu guards x, lastErr, lastAt. It is held across a dial, so it is a
 	// semaphore: a caller behind a dial to a hung display gives up with
@@ -71,6 +77,9 @@ type Desktop struct {
 	// owed are keys and buttons an abandoned input call may have left
 	// pressed; the next input call releases them first. Guarded by input.
 	owed held
+
+	// frames are the BGRX buffers of one-shot captures (JPEG screenshots).
+	frames bufferPool
 }
 
 // New returns a Desktop of the given display; it does not connect yet.
@@ -78,7 +87,7 @@ func New(opts Options) *Desktop {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Desktop{display: opts.Display, log: opts.Logger, input: newSemaphore(), mu: newSemaphore()}
+	return &Desktop{display: opts.Display, xauthority: opts.Xauthority, log: opts.Logger, input: newSemaphore(), mu: newSemaphore()}
 }
 
 // Display is the display this Desktop uses.
@@ -120,7 +129,7 @@ func (d *Desktop) conn(ctx context.Context) (*xconn, error) {
 	if d.lastErr != nil && time.Since(d.lastAt) < redialBackoff {
 		return nil, d.lastErr
 	}
-	x, err := dial(ctx, d.display, d.log)
+	x, err := dial(ctx, d.display, d.xauthority, d.log)
 	d.lastAt = time.Now()
 	if err != nil {
 		// Only the display's own refusal is remembered: a cancelled or
@@ -134,7 +143,7 @@ func (d *Desktop) conn(ctx context.Context) (*xconn, error) {
 	d.lastErr = nil
 	d.x = x
 	d.log.Info("X display connected", "display", d.display, "xtest", x.hasXTest, "composite", x.hasComposite,
-		"shm", x.shm != nil, "wm", x.wm(ctx))
+		"damage", x.hasDamage, "shm", x.shm != nil, "wm", x.wm(ctx))
 	return x, nil
 }
 
@@ -156,6 +165,7 @@ type xconn struct {
 
 	hasXTest     bool
 	hasComposite bool
+	hasDamage    bool    // XDamage and XFixes 2 are there: captures can wait for changes
 	shm          *shmSeg // nil when MIT-SHM cannot be used
 	wmMu         sync.Mutex
 	wmName       string // EWMH window manager's name; "" until one runs
@@ -163,67 +173,35 @@ type xconn struct {
 	atomMu sync.Mutex
 	atoms  map[string]xproto.Atom
 
+	damageMu   sync.Mutex
+	damageSubs map[damage.Damage]*damageTracker
+
 	dead chan struct{} // closed when the event loop sees the connection end
 
 	clip *clipboard
 	keys *keyboard
 }
 
-func dial(ctx context.Context, display string, logger *slog.Logger) (*xconn, error) {
-	type result struct {
-		c   *xgb.Conn
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		c, err := xgb.NewConnDisplay(display)
-		ch <- result{c, err}
-	}()
-	// The handshake cannot be interrupted (xgb dials and reads the setup
-	// itself); a late connection is closed by whoever receives it.
-	abandon := func() {
-		go func() {
-			if r := <-ch; r.c != nil {
-				if s := socketOf(r.c); s != nil {
-					_ = s.Close()
-				}
-				r.c.Close()
-			}
-		}()
-	}
-	var r result
-	timer := time.NewTimer(dialTimeout)
-	defer timer.Stop()
-	select {
-	case r = <-ch:
-	case <-timer.C:
-		abandon()
-		// Not unavailable: the server runs (it took the connection) but is
-		// stopped or grabbed, which may pass; the next call dials again.
-		return nil, api.Errorf(api.KindTimeout, "X display %s accepted the connection but did not answer within %s (stopped, or grabbed by another client)", display, dialTimeout)
-	case <-ctx.Done():
-		abandon()
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, api.Errorf(api.KindTimeout, "connect to X display %s: %w", display, ctx.Err())
-		}
-		return nil, api.Errorf(api.KindCancelled, "connect to X display %s: %w", display, ctx.Err())
-	}
-	if r.err != nil {
-		return nil, &unavailable{fmt.Sprintf("X display %s refused the connection (%v); check that the X server runs and DISPLAY is right", display, r.err)}
+func dial(ctx context.Context, display, xauthority string, logger *slog.Logger) (*xconn, error) {
+	c, sock, err := dialX(ctx, display, xauthority)
+	if err != nil {
+		return nil, err
 	}
 	x := &xconn{
-		failState: failState{broken: make(chan struct{}), sock: socketOf(r.c)},
+		failState: failState{broken: make(chan struct{}), sock: sock},
 		display:   display,
-		c:         r.c,
-		root:      xproto.Setup(r.c).DefaultScreen(r.c).Root,
+		c:         c,
+		root:      xproto.Setup(c).DefaultScreen(c).Root,
 		log:       logger,
 		atoms:     map[string]xproto.Atom{},
 		dead:      make(chan struct{}),
+
+		damageSubs: map[damage.Damage]*damageTracker{},
 	}
-	x.screen = xproto.Setup(r.c).DefaultScreen(r.c)
+	x.screen = xproto.Setup(c).DefaultScreen(c)
 	// The event loop starts after setup, which writes what it reads;
 	// replies reach their callers without it, events wait in xgb's queue.
-	err := x.setup(ctx)
+	err = x.setup(ctx)
 	go x.eventLoop()
 	if err != nil {
 		x.close()
@@ -248,6 +226,7 @@ func (x *xconn) setup(ctx context.Context) error {
 				}
 			}
 		}
+		x.hasDamage = x.initDamage()
 		return nil
 	})
 	if err != nil {
@@ -327,6 +306,12 @@ func (x *xconn) eventLoop() {
 			x.clip.onNotify(e)
 		case xproto.PropertyNotifyEvent:
 			x.clip.onProperty(e)
+		case damage.NotifyEvent:
+			x.onDamage(e)
+		case xproto.UnmapNotifyEvent:
+			x.onWindowGone(e.Window)
+		case xproto.DestroyNotifyEvent:
+			x.onWindowGone(e.Window)
 		}
 	}
 }

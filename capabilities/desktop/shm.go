@@ -12,8 +12,9 @@ import (
 )
 
 // shmSeg is one System V shared memory segment attached by both the daemon
-// and the X server: a screenshot lands there without travelling through
-// the socket.
+// and the X server: a capture lands there without travelling through the
+// socket. It is the size of the screen at connect; a bigger capture (a
+// grown screen, a big window) is read through it in several batches.
 type shmSeg struct {
 	// use is held by one capture at a time, from before its request until
 	// the pixels are copied out; a capture abandoned by its caller keeps it
@@ -21,7 +22,8 @@ type shmSeg struct {
 	// never writes into a buffer another capture reads.
 	use semaphore
 	seg shm.Seg
-	buf []byte
+	buf []byte // nil once closed; guarded by use
+	n   int    // the segment's size, fixed
 }
 
 // newShmSeg creates and attaches a segment of size bytes and proves that the
@@ -38,7 +40,7 @@ func newShmSeg(ctx context.Context, x *xconn, size int) (*shmSeg, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shmat: %w", err)
 	}
-	s := &shmSeg{use: newSemaphore(), buf: buf}
+	s := &shmSeg{use: newSemaphore(), buf: buf, n: size}
 	err = x.do(ctx, "attach MIT-SHM segment", func() error {
 		seg, err := shm.NewSegId(x.c)
 		if err != nil {
@@ -62,61 +64,48 @@ func newShmSeg(ctx context.Context, x *xconn, size int) (*shmSeg, error) {
 	return s, nil
 }
 
-// maxShmBytes bounds the segment when it grows for a bigger screen (an 8K
-// screen fits); a larger capture goes through core GetImage instead.
-const maxShmBytes = 256 << 20
+// size is how many bytes one batch of reads may fill.
+func (s *shmSeg) size() int { return s.n }
 
-// capture reads a w x h area of d at (sx, sy) through the segment into dst
-// as RGBA. It grows the segment when the area no longer fits (the screen
-// grew through RandR); ok is false when the segment cannot be used, and the
-// caller then falls back to core GetImage.
-func (s *shmSeg) capture(ctx context.Context, x *xconn, d xproto.Drawable, sx, sy, w, h int, dst []byte) (ok bool, err error) {
+// read reads a batch of strips of src, which together fit the segment,
+// into px: the requests go out together and their replies are awaited
+// together, one round trip for the batch. The segment is held from before
+// the first request until the last strip is copied out, so the server
+// never writes into it while another capture reads it.
+func (s *shmSeg) read(ctx context.Context, x *xconn, src *source, batch []strip, px pixels) error {
 	if s.use.acquire(ctx) != nil {
-		return true, x.ctxErr(ctx, "wait for another capture")
+		return x.ctxErr(ctx, "wait for another capture")
 	}
-	n := w * h * 4
-	// Only the screen grows it: a big window's capture must not pin a
-	// segment of its size for the rest of the connection.
-	if s.buf != nil && n > len(s.buf) && n <= maxShmBytes && d == xproto.Drawable(x.root) {
-		if err := s.growLocked(ctx, x, n); err != nil {
-			if x.brokenErr() != nil || ctx.Err() != nil {
-				s.use.release()
-				return true, err
-			}
-			x.log.Info("MIT-SHM segment cannot grow; this capture uses GetImage", "bytes", n, "err", err)
-		}
-	}
-	if s.buf == nil || n > len(s.buf) {
+	if s.buf == nil {
 		s.use.release()
-		return false, nil
+		return api.Errorf(api.KindEnv, "X display %s: capture after the connection was closed", x.display)
 	}
 	seg, buf := s.seg, s.buf
-	return true, x.do(ctx, "capture (MIT-SHM)", func() error {
+	return x.do(ctx, "capture (MIT-SHM)", func() error {
 		defer s.use.release()
-		r, err := shm.GetImage(x.c, d, int16(sx), int16(sy), uint16(w), uint16(h), ^uint32(0), xproto.ImageFormatZPixmap, seg, 0).Reply()
-		if err != nil {
-			return xerr("capture (MIT-SHM)", err)
+		cookies := make([]shm.GetImageCookie, len(batch))
+		off := 0
+		for i, r := range batch {
+			p := r.Min.Add(src.origin)
+			cookies[i] = shm.GetImage(x.c, src.drawable, int16(p.X), int16(p.Y), uint16(r.Dx()), uint16(r.Dy()),
+				^uint32(0), xproto.ImageFormatZPixmap, seg, uint32(off))
+			off += r.Dx() * r.Dy() * 4
 		}
-		if r.Size < uint32(n) {
-			return api.Errorf(api.KindEnv, "capture: the display's depth %d is not a 32-bit pixel format", r.Depth)
+		off = 0
+		for i, r := range batch {
+			rep, err := cookies[i].Reply()
+			if err != nil {
+				return xerr("capture (MIT-SHM)", err)
+			}
+			n := r.Dx() * r.Dy() * 4
+			if rep.Size < uint32(n) {
+				return errNot32Bit(rep.Depth)
+			}
+			put(px, r, buf[off:off+n])
+			off += n
 		}
-		bgrxToRGBA(dst, buf[:n])
 		return nil
 	})
-}
-
-// growLocked replaces the segment by one of size bytes; on failure the old
-// one stays.
-func (s *shmSeg) growLocked(ctx context.Context, x *xconn, size int) error {
-	n, err := newShmSeg(ctx, x, size)
-	if err != nil {
-		return err
-	}
-	old := s.seg
-	_ = x.do(ctx, "detach MIT-SHM segment", func() error { return shm.DetachChecked(x.c, old).Check() })
-	_ = unix.SysvShmDetach(s.buf)
-	s.seg, s.buf = n.seg, n.buf
-	return nil
 }
 
 // close detaches the segment; it waits for a capture in flight, which ends

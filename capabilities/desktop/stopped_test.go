@@ -55,7 +55,8 @@ func wantKind(t *testing.T, what string, err error, display string, kinds ...api
 // as a hung server or a client holding XGrabServer would: every call must
 // answer with timeout or cancelled within its context (or replyTimeout),
 // input calls must not queue behind a stuck one, and once the server runs
-// again the next calls work, on a new connection, with no goroutine left.
+// again the next calls work, on a new connection, with no goroutine left
+// (a Capturer's included: it tracks damage again on the new connection).
 func TestStoppedServer(t *testing.T) {
 	leaks := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, leaks) }) // runs last, after the closes
@@ -63,6 +64,8 @@ func TestStoppedServer(t *testing.T) {
 	display := v.Display()
 	d := desktop.New(desktop.Options{Display: display})
 	t.Cleanup(d.Close)
+	frames := d.NewCapturer(0)
+	t.Cleanup(frames.Close)
 	ctx := context.Background()
 
 	calls := []struct {
@@ -76,6 +79,7 @@ func TestStoppedServer(t *testing.T) {
 			return err
 		}},
 		{"key", func(ctx context.Context) error { _, err := d.Key(ctx, "shift+a"); return err }},
+		{"capturer frame", func(ctx context.Context) error { frames.RequestFull(); _, err := frames.Next(ctx); return err }},
 	}
 	for _, c := range calls {
 		if err := c.call(ctx); err != nil {

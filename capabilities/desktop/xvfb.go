@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
 	"github.com/trycua/cua-spacesd/internal/procgroup"
 )
@@ -33,7 +32,15 @@ type VirtualOptions struct {
 	// NoComposite starts Xvfb without the Composite extension (for tests
 	// of the capture without it).
 	NoComposite bool
-	Logger      *slog.Logger
+	// NoDamage starts Xvfb without the DAMAGE extension (for tests of
+	// captures that cannot know what changed).
+	NoDamage bool
+	// Xauthority, when set, is the file Xvfb takes its cookies from
+	// (-auth): a client is then let in only with one of them. The window
+	// manager reads it too (XAUTHORITY), so it must then hold an entry for
+	// the display or for every display of the host.
+	Xauthority string
+	Logger     *slog.Logger
 }
 
 // Virtual is an Xvfb (and openbox) the daemon or a test started.
@@ -72,8 +79,15 @@ func StartVirtual(ctx context.Context, opts VirtualOptions) (*Virtual, error) {
 	if opts.NoComposite {
 		composite = "-extension"
 	}
-	xvfb := exec.Command(xvfbPath, "-displayfd", "3", "-screen", "0", opts.Size+"x24",
-		"-nolisten", "tcp", "-noreset", composite, "COMPOSITE", "+extension", "XTEST")
+	args := []string{"-displayfd", "3", "-screen", "0", opts.Size + "x24",
+		"-nolisten", "tcp", "-noreset", composite, "COMPOSITE", "+extension", "XTEST"}
+	if opts.NoDamage {
+		args = append(args, "-extension", "DAMAGE")
+	}
+	if opts.Xauthority != "" {
+		args = append(args, "-auth", opts.Xauthority)
+	}
+	xvfb := exec.Command(xvfbPath, args...)
 	xvfb.ExtraFiles = []*os.File{w}
 	xvfb.SysProcAttr = childProcAttr()
 	if err := xvfb.Start(); err != nil {
@@ -108,7 +122,11 @@ func StartVirtual(ctx context.Context, opts VirtualOptions) (*Virtual, error) {
 		return nil, fmt.Errorf("openbox is not installed (apt-get install openbox): %w", err)
 	}
 	wm := exec.Command(obPath, "--sm-disable")
-	wm.Env = envWithDisplay(v.display, nil)
+	var extra map[string]string
+	if opts.Xauthority != "" {
+		extra = map[string]string{"XAUTHORITY": opts.Xauthority}
+	}
+	wm.Env = envWithDisplay(v.display, extra)
 	wm.SysProcAttr = childProcAttr()
 	if err := wm.Start(); err != nil {
 		v.Close()
@@ -116,7 +134,7 @@ func StartVirtual(ctx context.Context, opts VirtualOptions) (*Virtual, error) {
 	}
 	v.wm = procgroup.New(wm.Process.Pid)
 	go func() { _ = v.wm.Reap(wm.Wait) }()
-	if err := waitForWM(ctx, v.display); err != nil {
+	if err := waitForWM(ctx, v.display, opts.Xauthority); err != nil {
 		v.Close()
 		return nil, err
 	}
@@ -127,12 +145,13 @@ func StartVirtual(ctx context.Context, opts VirtualOptions) (*Virtual, error) {
 // announces itself (_NET_SUPPORTING_WM_CHECK) before it handles map
 // requests, and drops the ones that come in between; so readiness is a probe
 // window that shows up in _NET_CLIENT_LIST, mapped again until it does.
-func waitForWM(ctx context.Context, display string) error {
-	c, err := xgb.NewConnDisplay(display)
+func waitForWM(ctx context.Context, display, xauthority string) error {
+	c, sock, err := dialX(ctx, display, xauthority)
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", display, err)
 	}
-	defer c.Close()
+	// The server frees the probe window with the connection.
+	defer closeAndWait(c, sock)
 	screen := xproto.Setup(c).DefaultScreen(c)
 	name := "_NET_CLIENT_LIST"
 	a, err := xproto.InternAtom(c, false, uint16(len(name)), name).Reply()

@@ -19,6 +19,11 @@ type Options struct {
 	NoWindowManager bool
 	// NoComposite starts the display without the Composite extension.
 	NoComposite bool
+	// NoDamage starts the display without the DAMAGE extension.
+	NoDamage bool
+	// Xauthority, when set, is the file of cookies the X server requires
+	// (Xvfb -auth); see desktop.VirtualOptions.
+	Xauthority string
 }
 
 // Start starts the display and returns its name (":N"). Without Xvfb the
@@ -33,7 +38,9 @@ func Start(t testing.TB, opts Options) string {
 func StartVirtual(t testing.TB, opts Options) *desktop.Virtual {
 	t.Helper()
 	Require(t)
-	v, err := desktop.StartVirtual(context.Background(), desktop.VirtualOptions{Size: opts.Size, NoWindowManager: opts.NoWindowManager, NoComposite: opts.NoComposite})
+	v, err := desktop.StartVirtual(context.Background(), desktop.VirtualOptions{
+		Size: opts.Size, NoWindowManager: opts.NoWindowManager, NoComposite: opts.NoComposite, NoDamage: opts.NoDamage, Xauthority: opts.Xauthority,
+	})
 	if err != nil {
 		t.Fatalf("start virtual display: %v", err)
 	}

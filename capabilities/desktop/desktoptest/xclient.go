@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"os"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,9 +20,13 @@ type XClient struct {
 	C      *xgb.Conn
 	Win    xproto.Window
 	w, h   int
-	fills  []Fill
 	gc     xproto.Gcontext
 	events chan xgb.Event
+
+	mu    sync.Mutex
+	fills []Fill // painted in order on every Expose
+
+	done chan struct{} // closed when loop has seen the connection end
 }
 
 // Fill is one coloured rectangle of the window (window coordinates).
@@ -67,23 +73,42 @@ func NewXClient(t testing.TB, display, title string, w, h int, fills []Fill) *XC
 	gid, _ := c.NewId()
 	gc := xproto.Gcontext(gid)
 	xproto.CreateGC(c, gc, xproto.Drawable(win), 0, nil)
-	xc := &XClient{C: c, Win: win, w: w, h: h, fills: fills, gc: gc, events: make(chan xgb.Event, 1024)}
+	xc := &XClient{C: c, Win: win, w: w, h: h, fills: fills, gc: gc, events: make(chan xgb.Event, 1024), done: make(chan struct{})}
 	xproto.MapWindow(c, win)
 	go xc.loop()
+	t.Cleanup(xc.close)
 	return xc
 }
 
 func (xc *XClient) paint() {
-	for _, f := range xc.fills {
-		xproto.ChangeGC(xc.C, xc.gc, xproto.GcForeground, []uint32{f.RGB})
-		xproto.PolyFillRectangle(xc.C, xproto.Drawable(xc.Win), xc.gc,
-			[]xproto.Rectangle{{X: int16(f.X), Y: int16(f.Y), Width: uint16(f.W), Height: uint16(f.H)}})
+	xc.mu.Lock()
+	fills := xc.fills
+	xc.mu.Unlock()
+	for _, f := range fills {
+		xc.draw(f)
 	}
+	_, _ = xproto.GetInputFocus(xc.C).Reply()
+}
+
+func (xc *XClient) draw(f Fill) {
+	xproto.ChangeGC(xc.C, xc.gc, xproto.GcForeground, []uint32{f.RGB})
+	xproto.PolyFillRectangle(xc.C, xproto.Drawable(xc.Win), xc.gc,
+		[]xproto.Rectangle{{X: int16(f.X), Y: int16(f.Y), Width: uint16(f.W), Height: uint16(f.H)}})
+}
+
+// Fill paints one more rectangle now, as an app drawing would, and keeps
+// it for later repaints; it returns once the server has drawn it.
+func (xc *XClient) Fill(f Fill) {
+	xc.mu.Lock()
+	xc.fills = append(slices.Clip(xc.fills), f)
+	xc.mu.Unlock()
+	xc.draw(f)
 	_, _ = xproto.GetInputFocus(xc.C).Reply()
 }
 
 // loop repaints on Expose and hands every other event to the test.
 func (xc *XClient) loop() {
+	defer close(xc.done)
 	for {
 		ev, err := xc.C.WaitForEvent()
 		if ev == nil && err == nil {
@@ -100,6 +125,18 @@ func (xc *XClient) loop() {
 			default:
 			}
 		}
+	}
+}
+
+// close ends the connection and waits until xgb's reader has stopped: xgb
+// keeps the event decoders of extensions in package-level maps, which the
+// next test's connection setup writes, and only a reader known to be done
+// cannot race with that.
+func (xc *XClient) close() {
+	xc.C.Close()
+	select {
+	case <-xc.done:
+	case <-time.After(EventTimeout): // a stopped server; the test failed anyway
 	}
 }
 
