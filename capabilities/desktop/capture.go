@@ -352,8 +352,9 @@ func checkCaptureSize(what string, r api.Rect) error {
 	if int64(r.Width)*int64(r.Height) <= MaxCapturePixels {
 		return nil
 	}
+	// Not retryable: the same call fails the same way until the area shrinks.
 	return api.Errorf(api.KindLimitExceeded, "%s is %dx%d (%d pixels), over the capture cap of %d pixels (8192x8192); shrink it (POST /v1/windows/{id}/geometry) or capture the screen",
-		what, r.Width, r.Height, int64(r.Width)*int64(r.Height), MaxCapturePixels)
+		what, r.Width, r.Height, int64(r.Width)*int64(r.Height), MaxCapturePixels).WithRetryable(false)
 }
 
 func clip(r api.Rect, w, h int) api.Rect {

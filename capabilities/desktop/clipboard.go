@@ -182,10 +182,11 @@ func (c *clipboard) convert(ctx context.Context, sel xproto.Atom, target string)
 		return "", false, err
 	}
 	if r.BytesAfter > 0 {
-		return "", false, api.Errorf(api.KindLimitExceeded, "the clipboard holds more than the %d bytes the daemon reads", maxPropWords*4)
+		// Not retryable: the same clipboard stays too big until it changes.
+		return "", false, api.Errorf(api.KindLimitExceeded, "the clipboard holds more than the %d bytes the daemon reads", maxPropWords*4).WithRetryable(false)
 	}
 	if r.Type == incr {
-		return "", false, api.Errorf(api.KindLimitExceeded, "the clipboard holds more text than one transfer carries (incremental transfer is not supported; limit about %d bytes)", MaxClipboardBytes)
+		return "", false, api.Errorf(api.KindLimitExceeded, "the clipboard holds more text than one transfer carries (incremental transfer is not supported; limit about %d bytes)", MaxClipboardBytes).WithRetryable(false)
 	}
 	if target == "STRING" {
 		return latin1ToUTF8(r.Value), true, nil

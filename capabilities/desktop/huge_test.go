@@ -50,6 +50,9 @@ func TestHugeWindowScreenshot(t *testing.T) {
 		if !errors.As(err, &ae) || ae.Kind != api.KindLimitExceeded {
 			t.Fatalf("screenshot (%s) of a %dx%d window: want limit_exceeded, got %v", format, win.Bounds.Width, win.Bounds.Height, err)
 		}
+		if ae.Retryable {
+			t.Errorf("limit_exceeded of a window too big says retryable: the same call can only fail again")
+		}
 		size := strings.Contains(ae.Message, "32767x32767") || strings.Contains(ae.Message, strconv.Itoa(win.Bounds.Width)+"x"+strconv.Itoa(win.Bounds.Height))
 		if !size || !strings.Contains(ae.Message, strconv.Itoa(desktop.MaxCapturePixels)) {
 			t.Errorf("limit_exceeded message %q names neither the size nor the cap", ae.Message)
