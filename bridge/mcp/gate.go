@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/trycua/cua-spacesd/api"
 )
 
@@ -28,7 +29,10 @@ const (
 // so that the error codes are the same on stdio and HTTP and do not depend on
 // the SDK's own choices (it answers an unknown tool with -32602, for one).
 type Gate struct {
-	tools map[string]*jsonschema.Resolved
+	// server names the bridge in the answers the gate gives itself on
+	// ModernVersion, as the SDK does in its own (_meta serverInfo).
+	server *sdk.Implementation
+	tools  map[string]*jsonschema.Resolved
 	// props are each tool's argument names, to refuse a key that differs
 	// from one only in case: the tools decode arguments with encoding/json,
 	// which matches keys case-insensitively (the last one wins), while the
@@ -36,9 +40,10 @@ type Gate struct {
 	props map[string][]string
 }
 
-// NewGate builds a gate for the given tool input schemas.
-func NewGate(schemas map[string]*jsonschema.Schema) (*Gate, error) {
-	g := &Gate{tools: map[string]*jsonschema.Resolved{}, props: map[string][]string{}}
+// NewGate builds a gate for the given tool input schemas; server names the
+// bridge in the gate's own answers.
+func NewGate(server *sdk.Implementation, schemas map[string]*jsonschema.Schema) (*Gate, error) {
+	g := &Gate{server: server, tools: map[string]*jsonschema.Resolved{}, props: map[string][]string{}}
 	for name, s := range schemas {
 		for p := range s.Properties {
 			g.props[name] = append(g.props[name], p)
@@ -76,6 +81,9 @@ type Violation struct {
 	// a tool that ran and failed (isError, kind invalid_argument), as
 	// ToolErrorVersion and later want, instead of with Code.
 	ToolError bool
+	// version is the revision the answer speaks, and server the bridge.
+	version string
+	server  *sdk.Implementation
 }
 
 // HTTPStatus is the status an HTTP answer carrying v travels with.
@@ -100,11 +108,21 @@ func (v *Violation) Response() []byte {
 		id = json.RawMessage("null")
 	}
 	if v.ToolError {
-		b, _ := json.Marshal(struct {
+		var result map[string]any
+		b, _ := json.Marshal(ErrorResult(api.Errorf(api.KindInvalidArgument, "%s", v.Message)))
+		_ = json.Unmarshal(b, &result)
+		if IsModern(v.version) {
+			// A stateless-era result says it is complete (there is no more
+			// input to ask for) and names its server, as the SDK's own do;
+			// a client of that era refuses a result without resultType.
+			result["resultType"] = "complete"
+			result["_meta"] = map[string]any{metaServerInfoKey: v.server}
+		}
+		b, _ = json.Marshal(struct {
 			JSONRPC string          `json:"jsonrpc"`
 			ID      json.RawMessage `json:"id"`
 			Result  any             `json:"result"`
-		}{"2.0", id, ErrorResult(api.Errorf(api.KindInvalidArgument, "%s", v.Message))})
+		}{"2.0", id, result})
 		return b
 	}
 	b, _ := json.Marshal(struct {
@@ -222,6 +240,7 @@ func (g *Gate) Check(msg []byte, sess Session) (violation *Violation, version st
 			return v, version
 		}
 	case "tools/call":
+		v.version, v.server = version, g.server
 		return g.checkCall(params, v, version >= ToolErrorVersion), version
 	}
 	return nil, version

@@ -87,6 +87,19 @@ func TestGateRevisions(t *testing.T) {
 			if got := verdict(v); got != tc.want || version != tc.version {
 				t.Fatalf("Check = %s (version %q), want %s (version %q); %s", got, version, tc.want, tc.version, respOf(v))
 			}
+			if tc.want != toolError {
+				return
+			}
+			// A stateless-era client refuses a result that does not say it
+			// is complete; the older ones have no such field.
+			var resp struct {
+				Result map[string]json.RawMessage `json:"result"`
+			}
+			_ = json.Unmarshal(v.Response(), &resp)
+			rt, has := resp.Result["resultType"]
+			if mcp.IsModern(version) != has || (has && string(rt) != `"complete"`) {
+				t.Fatalf("tool error of %s: %s", version, v.Response())
+			}
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -14,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -136,7 +139,48 @@ func call(t testing.TB, cs *sdk.ClientSession, name string, args map[string]any)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
+	checkOutput(t, name, res)
 	return res
+}
+
+// outputSchemas are the output schemas tools/list shows, resolved once.
+var outputSchemas = sync.OnceValue(func() map[string]*jsonschema.Resolved {
+	out := map[string]*jsonschema.Resolved{}
+	for _, tool := range tools.All() {
+		if tool.Output == nil {
+			continue
+		}
+		r, err := mcp.OutputSchema(tool).Resolve(nil)
+		if err != nil {
+			panic(fmt.Sprintf("%s: output schema: %v", tool.Name, err))
+		}
+		out[tool.Name] = r
+	}
+	return out
+})
+
+// checkOutput holds every answer of a tool with an output schema to it,
+// failure or not: what tools/list promises is what a call answers.
+func checkOutput(t testing.TB, name string, res *sdk.CallToolResult) {
+	t.Helper()
+	schema, ok := outputSchemas()[name]
+	if !ok {
+		return
+	}
+	if res.StructuredContent == nil {
+		t.Fatalf("%s has an output schema but answered no structured content: %+v", name, res)
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(v); err != nil {
+		t.Fatalf("%s answered structured content %s that its output schema refuses: %v", name, b, err)
+	}
 }
 
 func text(r *sdk.CallToolResult) string {

@@ -55,7 +55,8 @@ func New(cfg Config) (*Bridge, error) {
 		cfg.Version = "dev"
 	}
 	b := &Bridge{log: cfg.Logger, deps: cfg.Deps, tools: cfg.Tools}
-	b.server = sdk.NewServer(&sdk.Implementation{Name: ServerName, Version: cfg.Version}, &sdk.ServerOptions{
+	impl := &sdk.Implementation{Name: ServerName, Version: cfg.Version}
+	b.server = sdk.NewServer(impl, &sdk.ServerOptions{
 		SupportedProtocolVersions: ProtocolVersions,
 		Instructions: "Tools over Spaces (desktops running cua-spacesd). list_spaces shows them; add_space registers one. " +
 			"A failed tool answers isError with structuredContent.error.kind.",
@@ -63,15 +64,69 @@ func New(cfg Config) (*Bridge, error) {
 	schemas := map[string]*jsonschema.Schema{}
 	for _, t := range cfg.Tools {
 		schemas[t.Name] = t.Schema
-		b.server.AddTool(&sdk.Tool{Name: t.Name, Description: t.Description, InputSchema: t.Schema}, b.handler(t))
+		b.server.AddTool(sdkTool(t), b.handler(t))
 	}
-	g, err := NewGate(schemas)
+	g, err := NewGate(impl, schemas)
 	if err != nil {
 		return nil, err
 	}
 	b.gate = g
 	return b, nil
 }
+
+// sdkTool is how tools/list shows a tool: its schemas, title and hints.
+func sdkTool(t *tools.Tool) *sdk.Tool {
+	destructive, openWorld := t.Hints.Destructive, t.Hints.OpenWorld
+	st := &sdk.Tool{
+		Name:        t.Name,
+		Title:       t.Title,
+		Description: t.Description,
+		InputSchema: t.Schema,
+		Annotations: &sdk.ToolAnnotations{
+			Title:           t.Title,
+			ReadOnlyHint:    t.Hints.ReadOnly,
+			DestructiveHint: &destructive,
+			IdempotentHint:  t.Hints.Idempotent,
+			OpenWorldHint:   &openWorld,
+		},
+	}
+	if t.Output != nil {
+		st.OutputSchema = OutputSchema(t)
+	}
+	return st
+}
+
+// OutputSchema is the output schema tools/list shows for a tool: its
+// result, or the error envelope every tool answers when it fails. Clients
+// validate structuredContent against the schema on isError results too
+// (the TypeScript SDK does), so a schema of the result alone would turn
+// each failure into a client-side schema error.
+func OutputSchema(t *tools.Tool) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "object", AnyOf: []*jsonschema.Schema{t.Output, errorEnvelopeSchema}}
+}
+
+// ErrorEnvelope is the structuredContent of a tool that ran and failed.
+type ErrorEnvelope struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the error of an ErrorEnvelope: the kind a caller branches
+// on, the message a person reads, and what the daemon said besides.
+type ErrorDetail struct {
+	Kind       string `json:"kind"`
+	Message    string `json:"message"`
+	Feature    string `json:"feature,omitempty"`
+	Limitation string `json:"limitation,omitempty"`
+	Hint       string `json:"hint,omitempty"`
+}
+
+var errorEnvelopeSchema = func() *jsonschema.Schema {
+	s, err := jsonschema.For[ErrorEnvelope](nil)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
 
 // Gate is the bridge's validating gate.
 func (b *Bridge) Gate() *Gate { return b.gate }
@@ -126,20 +181,12 @@ func progressFunc(ctx context.Context, req *sdk.CallToolRequest) func(done, tota
 // ErrorResult is the envelope of a tool that ran and failed.
 func ErrorResult(err error) *sdk.CallToolResult {
 	e := api.AsError(err)
-	detail := map[string]any{"kind": string(e.Kind), "message": e.Error()}
-	if e.Feature != "" {
-		detail["feature"] = e.Feature
-	}
-	if e.Limitation != "" {
-		detail["limitation"] = e.Limitation
-	}
-	if e.Hint != "" {
-		detail["hint"] = e.Hint
-	}
 	return &sdk.CallToolResult{
-		IsError:           true,
-		Content:           []sdk.Content{&sdk.TextContent{Text: "error: " + e.Error()}},
-		StructuredContent: map[string]any{"error": detail},
+		IsError: true,
+		Content: []sdk.Content{&sdk.TextContent{Text: "error: " + e.Error()}},
+		StructuredContent: ErrorEnvelope{Error: ErrorDetail{
+			Kind: string(e.Kind), Message: e.Error(), Feature: e.Feature, Limitation: e.Limitation, Hint: e.Hint,
+		}},
 	}
 }
 

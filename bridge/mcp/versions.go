@@ -32,8 +32,10 @@ const (
 	// MCP-Protocol-Version header speaks: the header came in 2025-06-18, and
 	// its rules say to assume 2025-03-26 without it.
 	httpDefaultVersion = "2025-03-26"
-	// metaVersionKey is where a ModernVersion request names its revision.
-	metaVersionKey = "io.modelcontextprotocol/protocolVersion"
+	// metaVersionKey is where a ModernVersion request names its revision,
+	// and metaServerInfoKey where a result names its server.
+	metaVersionKey    = "io.modelcontextprotocol/protocolVersion"
+	metaServerInfoKey = "io.modelcontextprotocol/serverInfo"
 )
 
 // IsModern reports whether revision v is of the stateless era.

@@ -32,7 +32,10 @@ type BashResult struct {
 
 func spaceBashTool() *Tool {
 	return &Tool{
-		Name: "space_bash",
+		Name:   "space_bash",
+		Title:  "Run a shell command",
+		Hints:  Hints{Destructive: true, OpenWorld: true},
+		Output: outputOf[BashResult](),
 		Description: "Run a shell command (/bin/sh -c) in a Space and wait for it. Answers stdout, then stderr and the exit code. " +
 			"A command past its timeout is killed with its whole process tree; cancelling the call kills it too.",
 		Schema: object([]string{"space", "command"}, map[string]*jsonschema.Schema{

@@ -27,7 +27,10 @@ const (
 
 func spaceReadTool() *Tool {
 	return &Tool{
-		Name: "space_read",
+		Name:   "space_read",
+		Title:  "Read a file",
+		Hints:  Hints{ReadOnly: true},
+		Output: outputOf[ReadResult](),
 		Description: fmt.Sprintf("Read a file in a Space (at most %d bytes per call; use offset/length to page, download for whole files). "+
 			"Text comes back as is; binary content as base64 with a note.", maxReadBytes),
 		Schema: object([]string{"space", "path"}, map[string]*jsonschema.Schema{
@@ -63,10 +66,10 @@ func spaceReadTool() *Tool {
 				return nil, api.Errorf(api.KindEnv, "space_read %s: %w", a.Path, err)
 			}
 			truncated := a.Offset+int64(len(data)) < size
-			st := map[string]any{"path": a.Path, "size": size, "offset": a.Offset, "bytes": len(data), "encoding": "utf-8", "truncated": truncated}
+			st := ReadResult{Path: a.Path, Size: size, Offset: a.Offset, Bytes: len(data), Encoding: "utf-8", Truncated: truncated}
 			text := string(data)
 			if !utf8.Valid(data) {
-				st["encoding"] = "base64"
+				st.Encoding = "base64"
 				text = fmt.Sprintf("[binary content, %d bytes from offset %d of %d, base64]\n%s", len(data), a.Offset, size, base64.StdEncoding.EncodeToString(data))
 			} else if truncated && a.Length == nil {
 				text += fmt.Sprintf("\n[truncated: %d of %d bytes shown; pass offset=%d to read on]", len(data), size, a.Offset+int64(len(data)))
@@ -76,9 +79,32 @@ func spaceReadTool() *Tool {
 	}
 }
 
+// ReadResult describes what space_read answered: the text is the content.
+type ReadResult struct {
+	Path   string `json:"path"`
+	Size   int64  `json:"size"`
+	Offset int64  `json:"offset"`
+	Bytes  int    `json:"bytes"`
+	// Encoding is "utf-8", or "base64" for content that is not text.
+	Encoding  string `json:"encoding"`
+	Truncated bool   `json:"truncated"`
+}
+
+// WriteResult is the structured answer of space_write.
+type WriteResult struct {
+	Path   string `json:"path"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+	// Verified: the Space hashed what it wrote and it matches.
+	Verified bool `json:"verified"`
+}
+
 func spaceWriteTool() *Tool {
 	return &Tool{
-		Name: "space_write",
+		Name:   "space_write",
+		Title:  "Write a file",
+		Hints:  Hints{Destructive: true, Idempotent: true},
+		Output: outputOf[WriteResult](),
 		Description: "Write a file in a Space atomically (the old file or the new one, never a mix) and verify its sha256 in the Space. " +
 			"Content is text unless encoding is base64.",
 		Schema: object([]string{"space", "path", "content"}, map[string]*jsonschema.Schema{
@@ -119,7 +145,7 @@ func spaceWriteTool() *Tool {
 			}
 			return &Result{
 				Text:       fmt.Sprintf("wrote %s (%d bytes, sha256 %s verified in Space)", res.Path, res.Size, res.SHA256),
-				Structured: map[string]any{"path": res.Path, "bytes": res.Size, "sha256": res.SHA256, "verified": true},
+				Structured: WriteResult{Path: res.Path, Bytes: res.Size, SHA256: res.SHA256, Verified: true},
 			}, nil
 		},
 	}
@@ -128,6 +154,9 @@ func spaceWriteTool() *Tool {
 func spaceLsTool() *Tool {
 	return &Tool{
 		Name:        "space_ls",
+		Title:       "List a folder",
+		Hints:       Hints{ReadOnly: true},
+		Output:      outputOf[api.ListResult](),
 		Description: "List a directory in a Space to a depth (1 = its own entries), with name, type, size, mode and modification time.",
 		Schema: object([]string{"space", "path"}, map[string]*jsonschema.Schema{
 			"space":  spaceArg(),

@@ -12,6 +12,9 @@ import (
 func spaceTypeTool() *Tool {
 	return &Tool{
 		Name:        "space_type",
+		Title:       "Type text",
+		Hints:       Hints{Destructive: true},
+		Output:      outputOf[api.InputResult](),
 		Description: "Type Unicode text into the focused window of a Space's desktop (characters without a key in the layout work too).",
 		Schema: object([]string{"space", "text"}, map[string]*jsonschema.Schema{
 			"space": spaceArg(),
@@ -36,6 +39,9 @@ func spaceTypeTool() *Tool {
 func spacePressKeyTool() *Tool {
 	return &Tool{
 		Name:        "space_press_key",
+		Title:       "Press a key",
+		Hints:       Hints{Destructive: true},
+		Output:      outputOf[api.InputResult](),
 		Description: "Press a key or hotkey on a Space's desktop: X keysym names joined by '+', e.g. Return, Escape, ctrl+shift+t.",
 		Schema: object([]string{"space", "key"}, map[string]*jsonschema.Schema{
 			"space": spaceArg(),

@@ -17,6 +17,9 @@ const launchTimeoutMS = 30000
 func launchAppTool() *Tool {
 	return &Tool{
 		Name:        "launch_app",
+		Title:       "Launch an app",
+		Hints:       Hints{OpenWorld: true},
+		Output:      outputOf[api.LaunchResult](),
 		Description: "Start an application on a Space's desktop (argv or a shell command line), optionally waiting for its first window.",
 		Schema: object([]string{"space"}, map[string]*jsonschema.Schema{
 			"space":           spaceArg(),

@@ -38,6 +38,9 @@ func inputText(verb string, r *api.InputResult) string {
 func spaceClickTool() *Tool {
 	return &Tool{
 		Name:        "space_click",
+		Title:       "Click",
+		Hints:       Hints{Destructive: true},
+		Output:      outputOf[api.InputResult](),
 		Description: "Click at a point on a Space's desktop (left, middle or right; count 2 double-clicks).",
 		Schema: object([]string{"space", "x", "y"}, pointerProps(map[string]*jsonschema.Schema{
 			"x":      number("X in screenshot coordinates."),
@@ -69,6 +72,9 @@ func spaceClickTool() *Tool {
 func spaceMoveMouseTool() *Tool {
 	return &Tool{
 		Name:        "space_move_mouse",
+		Title:       "Move the pointer",
+		Hints:       Hints{Idempotent: true},
+		Output:      outputOf[api.InputResult](),
 		Description: "Move the pointer on a Space's desktop.",
 		Schema: object([]string{"space", "x", "y"}, pointerProps(map[string]*jsonschema.Schema{
 			"x": number("X in screenshot coordinates."),
@@ -96,6 +102,9 @@ func spaceMoveMouseTool() *Tool {
 func spaceDragTool() *Tool {
 	return &Tool{
 		Name:        "space_drag",
+		Title:       "Drag",
+		Hints:       Hints{Destructive: true},
+		Output:      outputOf[api.InputResult](),
 		Description: "Press a button at one point, move to another and release, on a Space's desktop.",
 		Schema: object([]string{"space", "from_x", "from_y", "to_x", "to_y"}, pointerProps(map[string]*jsonschema.Schema{
 			"from_x": number("Start X in screenshot coordinates."),
@@ -130,6 +139,9 @@ func spaceDragTool() *Tool {
 func spaceScrollTool() *Tool {
 	return &Tool{
 		Name:        "space_scroll",
+		Title:       "Scroll",
+		Hints:       Hints{},
+		Output:      outputOf[api.InputResult](),
 		Description: "Turn the mouse wheel on a Space's desktop, at a point or where the pointer is (dy > 0 scrolls down).",
 		Schema: object([]string{"space"}, pointerProps(map[string]*jsonschema.Schema{
 			"x":  number("X in screenshot coordinates (default: where the pointer is)."),

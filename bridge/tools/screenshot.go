@@ -11,7 +11,10 @@ import (
 
 func spaceScreenshotTool() *Tool {
 	return &Tool{
-		Name: "space_screenshot",
+		Name:   "space_screenshot",
+		Title:  "Take a screenshot",
+		Hints:  Hints{ReadOnly: true},
+		Output: outputOf[api.ScreenshotInfo](),
 		Description: "Capture a Space's screen (or one window) as an image. Coordinates in the image, passed with its scale " +
 			"(and window_id) to the pointer tools, land where the image shows them.",
 		Schema: object([]string{"space"}, map[string]*jsonschema.Schema{

@@ -51,9 +51,22 @@ func (d *Deps) probe(ctx context.Context, e registry.Entry) (SpaceView, *api.Cap
 	return v, caps, nil
 }
 
+// RemovedSpace is the structured answer of remove_space.
+type RemovedSpace struct {
+	Removed string `json:"removed"`
+}
+
+// SpaceList is the structured answer of list_spaces.
+type SpaceList struct {
+	Spaces []SpaceView `json:"spaces"`
+}
+
 func addSpaceTool() *Tool {
 	return &Tool{
-		Name: "add_space",
+		Name:   "add_space",
+		Title:  "Add a Space",
+		Hints:  Hints{Destructive: true, Idempotent: true, OpenWorld: true},
+		Output: outputOf[SpaceView](),
 		Description: "Register a Space (a machine running cua-spacesd) under a name, with its URL and bearer token. " +
 			"The Space is probed first: a wrong token or a URL without spacesd is refused. Re-adding a name replaces it.",
 		Schema: object([]string{"url"}, map[string]*jsonschema.Schema{
@@ -97,6 +110,9 @@ func addSpaceTool() *Tool {
 func removeSpaceTool() *Tool {
 	return &Tool{
 		Name:        "remove_space",
+		Title:       "Remove a Space",
+		Hints:       Hints{Destructive: true, Idempotent: true},
+		Output:      outputOf[RemovedSpace](),
 		Description: "Forget a registered Space and its token. The Space itself is not touched.",
 		Schema:      object([]string{"space"}, map[string]*jsonschema.Schema{"space": spaceArg()}),
 		Errors:      []api.Kind{api.KindNotFound, api.KindAmbiguousSandbox, api.KindIO},
@@ -114,14 +130,17 @@ func removeSpaceTool() *Tool {
 				return nil, err
 			}
 			c.deps.forget()
-			return &Result{Text: "removed space " + e.Name, Structured: map[string]string{"removed": e.Name}}, nil
+			return &Result{Text: "removed space " + e.Name, Structured: RemovedSpace{Removed: e.Name}}, nil
 		},
 	}
 }
 
 func listSpacesTool() *Tool {
 	return &Tool{
-		Name: "list_spaces",
+		Name:   "list_spaces",
+		Title:  "List the Spaces",
+		Hints:  Hints{ReadOnly: true},
+		Output: outputOf[SpaceList](),
 		Description: "List the registered Spaces, each probed live: online, spacesd version and supported features. " +
 			"An offline Space is listed with online=false and the reason.",
 		Schema: object(nil, map[string]*jsonschema.Schema{}),
@@ -153,14 +172,17 @@ func listSpacesTool() *Tool {
 				}
 				fmt.Fprintf(&b, "%s\t%s\t%s\t%s\n", v.Space, v.URL, state, strings.Join(v.Features, ","))
 			}
-			return &Result{Text: strings.TrimRight(b.String(), "\n"), Structured: map[string]any{"spaces": views}}, nil
+			return &Result{Text: strings.TrimRight(b.String(), "\n"), Structured: SpaceList{Spaces: views}}, nil
 		},
 	}
 }
 
 func spaceCapabilitiesTool() *Tool {
 	return &Tool{
-		Name: "space_capabilities",
+		Name:   "space_capabilities",
+		Title:  "A Space's capabilities",
+		Hints:  Hints{ReadOnly: true},
+		Output: outputOf[api.Capabilities](),
 		Description: "What a Space's cua-spacesd supports: version, OS, arch, display server, limits, and every feature " +
 			"with supported and, when unsupported, the limitation a person can act on.",
 		Schema:     object([]string{"space"}, map[string]*jsonschema.Schema{"space": spaceArg()}),

@@ -7,6 +7,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"sort"
 	"sync"
@@ -33,7 +34,9 @@ const (
 
 // Tool is one bridge tool.
 type Tool struct {
-	Name        string
+	Name string
+	// Title is the tool's name for people, shown by hosts that have room.
+	Title       string
 	Description string
 	// Schema is the JSON schema of the arguments (type object).
 	Schema *jsonschema.Schema
@@ -49,7 +52,38 @@ type Tool struct {
 	Errors []api.Kind
 	// Result says in one line what a successful call answers (docs/tools.md).
 	Result string
-	Run    func(ctx context.Context, c *Call) (*Result, error)
+	// Output is the JSON schema of a successful call's Structured result,
+	// made from the very Go type the tool answers (outputOf), so the two
+	// cannot drift; nil when the tool answers no JSON.
+	Output *jsonschema.Schema
+	// Hints tell a host how careful to be with the tool.
+	Hints Hints
+	Run   func(ctx context.Context, c *Call) (*Result, error)
+}
+
+// Hints are a tool's MCP annotations: what a host may assume before it asks
+// a person to allow a call. They describe; they enforce nothing.
+type Hints struct {
+	// ReadOnly: the tool changes nothing, in the Space or on this machine.
+	ReadOnly bool
+	// Destructive: it may delete or overwrite what exists (a command, a
+	// write, a click on a "Delete" button). Meaningless when ReadOnly.
+	Destructive bool
+	// Idempotent: calling it again with the same arguments changes nothing
+	// more than the first call did.
+	Idempotent bool
+	// OpenWorld: it reaches beyond the Spaces and the registry (a command
+	// that may use the network, an app, a URL of the caller's choosing).
+	OpenWorld bool
+}
+
+// outputOf is the output schema of a tool answering a T.
+func outputOf[T any]() *jsonschema.Schema {
+	s, err := jsonschema.For[T](nil)
+	if err != nil {
+		panic(fmt.Sprintf("output schema of %T: %v", *new(T), err))
+	}
+	return s
 }
 
 // Call is one invocation of a tool.

@@ -19,7 +19,10 @@ const hostPathNote = "Only under the bridge's root folders (--root; by default t
 
 func uploadTool() *Tool {
 	return &Tool{
-		Name: "upload",
+		Name:   "upload",
+		Title:  "Upload to a Space",
+		Hints:  Hints{Destructive: true, Idempotent: true},
+		Output: outputOf[TransferResult](),
 		Description: "Copy a local file or folder (on the bridge's machine, under its root folders) into a Space: hashed, then sent in chunks " +
 			"that resume after a broken connection, each file's sha256 verified in the Space before it lands atomically. " +
 			"Progress notifications are sent when the call carries a progressToken (hashing is the first half). " +
@@ -57,7 +60,10 @@ func uploadTool() *Tool {
 
 func downloadTool() *Tool {
 	return &Tool{
-		Name: "download",
+		Name:   "download",
+		Title:  "Download from a Space",
+		Hints:  Hints{},
+		Output: outputOf[TransferResult](),
 		Description: "Copy a file or folder from a Space to the bridge's machine, under its root folders. Never overwrites: an existing name " +
 			"becomes \"name (1).ext\". Each file's sha256 is checked against the Space's, and it lands atomically; a broken connection " +
 			"resumes where it stopped. A folder's symlinks are recreated as symlinks (never followed while writing); its special files " +

@@ -10,9 +10,17 @@ import (
 	"github.com/trycua/cua-spacesd/api"
 )
 
+// WindowList is the structured answer of list_space_windows.
+type WindowList struct {
+	Windows []api.Window `json:"windows"`
+}
+
 func listSpaceWindowsTool() *Tool {
 	return &Tool{
 		Name:        "list_space_windows",
+		Title:       "List the windows",
+		Hints:       Hints{ReadOnly: true},
+		Output:      outputOf[WindowList](),
 		Description: "List the windows on a Space's desktop with title, app, pid, bounds and focus; filter by app name substring.",
 		Schema: object([]string{"space"}, map[string]*jsonschema.Schema{
 			"space":    spaceArg(),
@@ -45,7 +53,7 @@ func listSpaceWindowsTool() *Tool {
 			if len(ws) == 0 {
 				b.WriteString("no windows")
 			}
-			return &Result{Text: strings.TrimRight(b.String(), "\n"), Structured: map[string]any{"windows": ws}}, nil
+			return &Result{Text: strings.TrimRight(b.String(), "\n"), Structured: WindowList{Windows: ws}}, nil
 		},
 	}
 }
@@ -53,6 +61,9 @@ func listSpaceWindowsTool() *Tool {
 func focusSpaceWindowTool() *Tool {
 	return &Tool{
 		Name:        "focus_space_window",
+		Title:       "Focus a window",
+		Hints:       Hints{Idempotent: true},
+		Output:      outputOf[api.Window](),
 		Description: "Raise and focus a window on a Space's desktop.",
 		Schema: object([]string{"space", "window_id"}, map[string]*jsonschema.Schema{
 			"space":     spaceArg(),
