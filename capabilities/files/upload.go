@@ -10,11 +10,13 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
+	"path"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/trycua/cua-spacesd/api"
 )
@@ -58,10 +60,17 @@ type Uploads struct {
 }
 
 type upload struct {
-	op      UploadOp
-	id      string
-	partial string
-	dir     string
+	op UploadOp
+	id string
+	// dir holds the destination and the partial file; both are reached
+	// relative to it, resolved once when the upload began, so a symlink
+	// swapped into the path later cannot move the upload elsewhere.
+	dir     *dir
+	name    string // the destination's name in dir
+	partial string // the partial file's name in dir
+	// dev and ino identify the partial file we made: whatever else comes
+	// to sit at its (predictable) name is not written into.
+	dev, ino uint64
 	// sem admits one chunk or commit at a time.
 	sem chan struct{}
 
@@ -96,6 +105,21 @@ func NewUploads(opts UploadOptions) *Uploads {
 func (us *Uploads) Close() {
 	us.once.Do(func() { close(us.stop) })
 	<-us.done
+	us.mu.Lock()
+	all := make([]*upload, 0, len(us.byID))
+	for _, u := range us.byID {
+		all = append(all, u)
+	}
+	clear(us.byID)
+	us.mu.Unlock()
+	for _, u := range all {
+		u.sem <- struct{}{} // a running chunk works in u.dir: let it end
+		us.mu.Lock()
+		u.gone = true
+		us.mu.Unlock()
+		u.dir.Close()
+		<-u.sem
+	}
 }
 
 func (us *Uploads) janitor() {
@@ -133,7 +157,8 @@ func (us *Uploads) expire(now time.Time) {
 	}
 	us.mu.Unlock()
 	for _, u := range old {
-		os.Remove(u.partial)
+		u.removePartial()
+		u.dir.Close()
 		<-u.sem
 		us.log.Info("upload expired", "id", u.id, "path", u.op.Path, "offset", u.offset)
 	}
@@ -164,73 +189,118 @@ func (us *Uploads) Begin(req api.UploadRequest) (api.UploadState, error) {
 		return api.UploadState{}, api.Errorf(api.KindLimitExceeded,
 			"upload %s: %d uploads are unfinished already; commit or abort some", op.Path, MaxUploads)
 	}
-	if _, err := prepareTarget("upload", op.Path, nil); err != nil {
+	d, name, _, err := openTarget("upload", op.Path, nil)
+	if err != nil {
 		return api.UploadState{}, err
 	}
-	if !op.Overwrite {
-		if _, err := os.Lstat(op.Path); err == nil {
-			return api.UploadState{}, errDestExists("upload", op.Path)
-		}
-	}
-	dir := filepath.Dir(op.Path)
-	u := &upload{op: op, id: id, dir: dir, sem: make(chan struct{}, 1), lastActive: time.Now(),
-		partial: filepath.Join(dir, "."+shortName(filepath.Base(op.Path), partialInfix+id))}
-	f, err := os.OpenFile(u.partial, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	switch {
-	case err == nil:
-		f.Close()
-	case errors.Is(err, fs.ErrExist):
-		// Left by an earlier daemon: resume from what it holds. Its hash is
-		// rebuilt from the file before the next chunk.
-		if u.offset, err = adoptPartial(u.partial, op.Size); err != nil {
-			return api.UploadState{}, writeError("upload", op.Path, err)
-		}
-		if u.offset > 0 {
-			us.log.Info("upload adopted from its partial file", "id", id, "path", op.Path, "offset", u.offset)
-		}
-	default:
-		return api.UploadState{}, writeError("upload", op.Path, err)
+	u := &upload{op: op, id: id, dir: d, name: name, sem: make(chan struct{}, 1), lastActive: time.Now(),
+		partial: "." + shortName(name, partialInfix+id)}
+	if err := us.start(u); err != nil {
+		d.Close()
+		return api.UploadState{}, err
 	}
 	us.byID[id] = u
 	return u.state(), nil
 }
 
-// partialFlags are added to every open of a partial file: its name is
-// predictable (derived from path, size and sha256), so whoever may write in
-// the destination directory can plant a symlink there, and the daemon (often
-// root) must not write through it into another file.
-const partialFlags = syscall.O_NOFOLLOW
+// start checks the destination may be taken and makes (or adopts) the
+// partial file of u.
+func (us *Uploads) start(u *upload) error {
+	if !u.op.Overwrite {
+		if _, err := u.dir.lstat(u.name); err == nil {
+			return errDestExists("upload", u.op.Path)
+		}
+	}
+	f, err := createAt(u.dir, u.partial)
+	switch {
+	case err == nil:
+	case errors.Is(err, fs.ErrExist):
+		// Left by an earlier daemon: resume from what it holds. Its hash is
+		// rebuilt from the file before the next chunk.
+		if f, err = adoptPartial(u.dir, u.partial, u.op.Size); err != nil {
+			return writeError("upload", u.op.Path, err)
+		}
+	default:
+		return writeError("upload", u.op.Path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return writeError("upload", u.op.Path, err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	u.dev, u.ino, u.offset = uint64(st.Dev), uint64(st.Ino), fi.Size()
+	if u.offset > 0 {
+		us.log.Info("upload adopted from its partial file", "id", u.id, "path", u.op.Path, "offset", u.offset)
+	}
+	return nil
+}
 
-// adoptPartial returns the offset to resume from in the partial file an
-// earlier daemon left at path. Only a regular file with one link, owned by
-// us, is adopted; anything else at that name (a symlink, a hard link to
+// adoptPartial opens the partial file an earlier daemon left at name in
+// d. Only a regular file with one link, owned by us and not longer than the
+// upload, is adopted; anything else at that name (a symlink, a hard link to
 // another file, a FIFO, someone else's file) is not ours to write into: it
 // is removed and the upload starts afresh from an empty file of our own.
-func adoptPartial(path string, size int64) (int64, error) {
-	// O_NONBLOCK: opening a planted FIFO must not wait for a writer.
-	f, err := os.OpenFile(path, os.O_RDWR|partialFlags|syscall.O_NONBLOCK, 0)
+func adoptPartial(d *dir, name string, size int64) (*os.File, error) {
+	f, err := openFileAt(d, name, os.O_RDWR)
 	if err == nil {
-		defer f.Close()
 		fi, err := f.Stat()
-		if err != nil {
-			return 0, err
+		if err == nil && isOurs(fi) && fi.Size() <= size {
+			return f, nil
 		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode().IsRegular() &&
-			uint64(st.Nlink) == 1 && int(st.Uid) == os.Geteuid() {
-			if fi.Size() <= size {
-				return fi.Size(), nil
-			}
-			return 0, f.Truncate(0)
-		}
+		f.Close()
 	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return 0, err
+	if err := unix.Unlinkat(d.fd, name, 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
 	}
-	nf, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	return createAt(d, name)
+}
+
+// openFileAt opens name in d without following a symlink, and without
+// waiting on a FIFO planted there.
+func openFileAt(d *dir, name string, flags int) (*os.File, error) {
+	fd, err := unix.Openat(d.fd, name, flags|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return 0, nf.Close()
+	return os.NewFile(uintptr(fd), path.Join(d.path, name)), nil
+}
+
+// isOurs: a regular file with one link, owned by the daemon's user.
+func isOurs(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && fi.Mode().IsRegular() && uint64(st.Nlink) == 1 && int(st.Uid) == os.Geteuid()
+}
+
+// openPartial opens the upload's partial file, which must still be the
+// very file it made or adopted.
+func (u *upload) openPartial(flags int) (*os.File, error) {
+	f, err := openFileAt(u.dir, u.partial, flags)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if uint64(st.Dev) != u.dev || uint64(st.Ino) != u.ino || !isOurs(fi) {
+		f.Close()
+		return nil, errPartialReplaced
+	}
+	return f, nil
+}
+
+// errPartialReplaced: something else now sits at the partial file's name.
+var errPartialReplaced = errors.New("the partial file was replaced")
+
+// removePartial removes the partial file if it is still ours.
+func (u *upload) removePartial() {
+	if f, err := u.openPartial(os.O_RDONLY); err == nil {
+		f.Close()
+		_ = unix.Unlinkat(u.dir.fd, u.partial, 0)
+	}
 }
 
 func (u *upload) state() api.UploadState {
@@ -293,7 +363,8 @@ func (us *Uploads) drop(u *upload) {
 	u.gone = true
 	delete(us.byID, u.id)
 	us.mu.Unlock()
-	os.Remove(u.partial)
+	u.removePartial()
+	u.dir.Close()
 }
 
 // Abort drops an upload and its partial data.
@@ -323,12 +394,8 @@ func (us *Uploads) Put(ctx context.Context, id string, offset int64, body io.Rea
 	if err := u.syncHash(); err != nil {
 		return u.state(), us.failed(u, err)
 	}
-	f, err := os.OpenFile(u.partial, os.O_WRONLY|partialFlags, 0)
+	f, err := u.openPartial(os.O_WRONLY)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			us.drop(u)
-			return api.UploadState{}, api.Errorf(api.KindNotFound, "upload %s: its partial file %s vanished; announce the upload again", id, u.partial)
-		}
 		return u.state(), us.failed(u, err)
 	}
 	defer f.Close()
@@ -362,6 +429,11 @@ func (us *Uploads) Put(ctx context.Context, id string, offset int64, body io.Rea
 // failed turns a write failure into its answer. A full disk drops the
 // upload: its partial file would only hold the space nobody has.
 func (us *Uploads) failed(u *upload, err error) error {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errPartialReplaced) {
+		us.drop(u)
+		return api.Errorf(api.KindNotFound, "upload %s: its partial file %s vanished or was replaced; announce the upload again",
+			u.id, path.Join(u.dir.path, u.partial))
+	}
 	if isDiskFull(err) {
 		us.drop(u)
 		return api.Errorf(api.KindIO, "disk full while uploading %s; the upload was dropped and nothing was changed", u.op.Path).
@@ -376,7 +448,7 @@ func (u *upload) syncHash() error {
 	if u.h != nil && u.hashed == u.offset {
 		return nil
 	}
-	f, err := os.OpenFile(u.partial, os.O_RDONLY|partialFlags, 0)
+	f, err := u.openPartial(os.O_RDONLY)
 	if err != nil {
 		return err
 	}
@@ -423,16 +495,21 @@ func (us *Uploads) Commit(ctx context.Context, id string) (api.WriteResult, erro
 	if op.ModeGiven {
 		mode = &op.Mode
 	}
-	t, err := prepareTarget("upload", u.op.Path, mode)
+	// The destination's mode and owner as they are now, by the rules of
+	// a write: what was there when the upload began may have changed.
+	meta, err := metaFor("upload", op.Path, u.dir, u.name, mode)
 	if err != nil {
 		return api.WriteResult{}, err
 	}
-	f, err := os.OpenFile(u.partial, os.O_WRONLY|partialFlags, 0)
+	f, err := u.openPartial(os.O_WRONLY)
 	if err != nil {
 		return api.WriteResult{}, us.failed(u, err)
 	}
-	if err := t.install(f, u.partial, op.Overwrite); err != nil {
-		f.Close()
+	// The partial file is the upload's: a failed commit keeps it unless
+	// the upload is dropped.
+	t := &tempFile{d: u.dir, f: f, name: u.partial}
+	if err := t.commit(meta, u.name, op.Overwrite); err != nil {
+		t.close()
 		if errors.Is(err, os.ErrExist) {
 			// Keep the upload: the client may commit again after removing
 			// the destination, without sending the bytes again.
@@ -448,5 +525,6 @@ func (us *Uploads) Commit(ctx context.Context, id string) (api.WriteResult, erro
 	u.gone = true
 	delete(us.byID, u.id)
 	us.mu.Unlock()
+	u.dir.Close()
 	return api.WriteResult{Path: u.op.Path, Size: u.op.Size, SHA256: got}, nil
 }
