@@ -326,7 +326,7 @@ func TestUploadThroughSymlinks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := us.Put(t.Context(), st.ID, 0, bytes.NewReader(data), nil); err != nil {
+		if _, err := us.Put(t.Context(), st.ID, 0, int64(len(data)), bytes.NewReader(data), nil); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := us.Commit(t.Context(), st.ID); err != nil {

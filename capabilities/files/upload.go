@@ -3,6 +3,7 @@ package files
 import (
 	"context"
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"errors"
 	"hash"
@@ -379,9 +380,15 @@ func (us *Uploads) Abort(ctx context.Context, id string) error {
 }
 
 // Put appends the bytes of body at offset, which must equal the upload's
-// current offset. When body fails half way (the connection was cut), what
-// arrived is kept and the answer's offset says where to resume.
-func (us *Uploads) Put(ctx context.Context, id string, offset int64, body io.Reader, counter func(int)) (api.UploadState, error) {
+// current offset. length is the body's announced length, or -1 when it
+// comes without one (a chunked request). A chunk that runs past the
+// announced size, or past MaxUploadChunkBytes, is refused whole, and none
+// of it is kept: with a length, before a byte is read; without one, its
+// bytes are staged past the upload's offset and cut off again, so the
+// partial file ends where the answer's offset says. When body fails half
+// way (the connection was cut), what arrived is kept and the answer's
+// offset says where to resume.
+func (us *Uploads) Put(ctx context.Context, id string, offset, length int64, body io.Reader, counter func(int)) (api.UploadState, error) {
 	u, err := us.acquire(ctx, id)
 	if err != nil {
 		return api.UploadState{}, err
@@ -391,19 +398,47 @@ func (us *Uploads) Put(ctx context.Context, id string, offset int64, body io.Rea
 		return u.state(), api.Errorf(api.KindInvalidArgument,
 			"upload %s: chunk at offset %d, but the upload is at offset %d; send from offset %d", id, offset, u.offset, u.offset)
 	}
+	remaining := u.op.Size - offset
+	if length > MaxUploadChunkBytes {
+		return u.state(), errChunkTooBig(id, length)
+	}
+	if length > remaining {
+		return u.state(), errPastSize(u, length)
+	}
 	if err := u.syncHash(); err != nil {
 		return u.state(), us.failed(u, err)
 	}
 	f, err := u.openPartial(os.O_WRONLY)
 	if err != nil {
-		return u.state(), us.failed(u, err)
+		return api.UploadState{}, us.failed(u, err)
 	}
 	defer f.Close()
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
 		return u.state(), us.failed(u, err)
 	}
-	remaining := u.op.Size - offset
-	n, rerr, werr := copyHashed(f, io.LimitReader(body, remaining), u.h, counter)
+	// The hash as it was, to take back the bytes of a refused chunk.
+	before, err := u.h.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		return u.state(), us.failed(u, err)
+	}
+	limit := min(remaining, MaxUploadChunkBytes)
+	n, rerr, werr := copyHashed(f, io.LimitReader(body, limit), u.h, counter)
+	if werr == nil && rerr == nil && n == limit {
+		// At the limit: one byte more means the chunk is refused whole.
+		var one [1]byte
+		if m, _ := io.ReadFull(body, one[:]); m > 0 {
+			if err := f.Truncate(offset); err != nil {
+				return u.state(), us.failed(u, err)
+			}
+			if err := u.h.(encoding.BinaryUnmarshaler).UnmarshalBinary(before); err != nil {
+				return u.state(), us.failed(u, err)
+			}
+			if limit < remaining {
+				return u.state(), errChunkTooBig(id, -1)
+			}
+			return u.state(), errPastSize(u, -1)
+		}
+	}
 	u.hashed += n
 	us.mu.Lock()
 	u.offset += n
@@ -415,15 +450,26 @@ func (us *Uploads) Put(ctx context.Context, id string, offset int64, body io.Rea
 		return u.state(), api.Errorf(api.KindTransferFailed,
 			"upload %s: the chunk ended early (%v); %d bytes landed, resume from offset %d", id, rerr, n, u.offset)
 	}
-	if n == remaining {
-		// The announced size is reached: anything more is the client's error.
-		var one [1]byte
-		if m, _ := io.ReadFull(body, one[:]); m > 0 {
-			return u.state(), api.Errorf(api.KindInvalidArgument,
-				"upload %s: the chunk goes past the announced size of %d bytes", id, u.op.Size)
-		}
-	}
 	return u.state(), nil
+}
+
+func errChunkTooBig(id string, length int64) error {
+	size := "more than " + strconv.Itoa(MaxUploadChunkBytes)
+	if length >= 0 {
+		size = strconv.FormatInt(length, 10)
+	}
+	return api.Errorf(api.KindInvalidArgument, "upload %s: a chunk of %s bytes is over the limit of %d (limits.upload_chunk_bytes); nothing of it was kept",
+		id, size, MaxUploadChunkBytes)
+}
+
+func errPastSize(u *upload, length int64) error {
+	size := "more"
+	if length >= 0 {
+		size = strconv.FormatInt(length, 10)
+	}
+	return api.Errorf(api.KindInvalidArgument,
+		"upload %s: the chunk holds %s bytes, but only %d remain of the announced %d from offset %d; nothing of it was kept",
+		u.id, size, u.op.Size-u.offset, u.op.Size, u.offset)
 }
 
 // failed turns a write failure into its answer. A full disk drops the
