@@ -13,3 +13,7 @@ func WriteAtomicNamed(path string, r io.Reader, opt WriteOptions) (api.WriteResu
 	opt.namedTemp = true
 	return WriteAtomic(path, r, opt)
 }
+
+// OpenWithCap is Open with a smaller cap on files that do not know their
+// size, so that a real /proc file can go past it.
+func OpenWithCap(path string, maxUnsized int64) (*Content, error) { return open(path, maxUnsized) }

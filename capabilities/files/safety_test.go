@@ -104,12 +104,12 @@ func TestOpenRefusesAFIFOWithoutWaiting(t *testing.T) {
 		t.Fatal(err)
 	}
 	type result struct {
-		f   *os.File
+		f   *files.Content
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		f, _, err := files.Open(fifo)
+		f, err := files.Open(fifo)
 		done <- result{f, err}
 	}()
 	select {
