@@ -27,28 +27,44 @@ type tempFile struct {
 	f    *os.File
 	name string // "" while unnamed
 	// forget is called once the named temp file is gone (renamed into
-	// place or removed), so a record of it can go too.
+	// place or removed), so that its record in the journal goes too.
 	forget func()
+	j      *Journal
 	closed bool
 }
 
-// newTempFile starts the new content of base in d.
-func newTempFile(d *dir, base string, allowUnnamed bool) (*tempFile, error) {
+// newTempFile starts the new content of base in d. A named temp file is
+// recorded in the journal (when there is one) before it is made, so that
+// the next start removes it if the daemon dies first.
+func newTempFile(d *dir, base string, allowUnnamed bool, j *Journal) (*tempFile, error) {
 	if allowUnnamed {
 		f, err := openUnnamed(d)
 		if err == nil {
-			return &tempFile{d: d, f: f}, nil
+			return &tempFile{d: d, f: f, j: j}, nil
 		}
 		if !errors.Is(err, errNoUnnamed) {
 			return nil, err
 		}
 	}
-	name := tempName(base)
-	f, err := createAt(d, name)
-	if err != nil {
+	t := &tempFile{d: d, j: j}
+	if err := t.create(tempName(base)); err != nil {
 		return nil, err
 	}
-	return &tempFile{d: d, f: f, name: name}, nil
+	return t, nil
+}
+
+// create makes the named temp file name, recorded first.
+func (t *tempFile) create(name string) error {
+	forget := t.j.recordTemp(t.d, name)
+	f, err := createAt(t.d, name)
+	if err != nil {
+		if forget != nil {
+			forget()
+		}
+		return err
+	}
+	t.f, t.name, t.forget, t.closed = f, name, forget, false
+	return nil
 }
 
 func tempName(base string) string { return "." + shortName(base, writeInfix+randomHex(8)) }
@@ -151,23 +167,21 @@ func (t *tempFile) nameIt(m fileMeta, base string) error {
 	if !errors.Is(err, errCannotLink) {
 		return err
 	}
-	nf, err := createAt(t.d, name)
-	if err != nil {
+	// A copy takes a while: record it as any named temp file. create
+	// replaces t.f only when it succeeds.
+	old := t.f
+	if err := t.create(name); err != nil {
 		return err
 	}
-	t.name = name
-	if _, err := t.f.Seek(0, io.SeekStart); err != nil {
-		nf.Close()
+	defer old.Close()
+	if _, err := old.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	_, err = io.Copy(nf, t.f)
-	if err == nil {
-		err = m.apply(nf)
+	if _, err := io.Copy(t.f, old); err != nil {
+		return err
 	}
-	if err == nil {
-		err = nf.Sync()
+	if err := m.apply(t.f); err != nil {
+		return err
 	}
-	t.close()
-	t.f, t.closed = nf, false
-	return err
+	return t.f.Sync()
 }

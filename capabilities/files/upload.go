@@ -42,6 +42,9 @@ const (
 type UploadOptions struct {
 	IdleTimeout time.Duration // default UploadIdleTimeout
 	Logger      *slog.Logger
+	// Journal, when set, records the unfinished uploads: a new Uploads
+	// takes them up again, so that they survive a restart of the daemon.
+	Journal *Journal
 }
 
 // Uploads holds the unfinished resumable uploads. The partial data of each
@@ -97,6 +100,9 @@ func NewUploads(opts UploadOptions) *Uploads {
 	}
 	u := &Uploads{opts: opts, log: opts.Logger, byID: map[string]*upload{},
 		stop: make(chan struct{}), done: make(chan struct{})}
+	if opts.Journal != nil {
+		u.loadUploads(time.Now())
+	}
 	go u.janitor()
 	return u
 }
@@ -159,6 +165,7 @@ func (us *Uploads) expire(now time.Time) {
 	us.mu.Unlock()
 	for _, u := range old {
 		u.removePartial()
+		us.opts.Journal.dropUpload(u.id)
 		u.dir.Close()
 		<-u.sem
 		us.log.Info("upload expired", "id", u.id, "path", u.op.Path, "offset", u.offset)
@@ -183,7 +190,10 @@ func (us *Uploads) Begin(req api.UploadRequest) (api.UploadState, error) {
 	defer us.mu.Unlock()
 	if u, ok := us.byID[id]; ok {
 		u.lastActive = time.Now()
-		u.op.Overwrite, u.op.Mode, u.op.ModeGiven = op.Overwrite, op.Mode, op.ModeGiven
+		if u.op != op {
+			u.op.Overwrite, u.op.Mode, u.op.ModeGiven = op.Overwrite, op.Mode, op.ModeGiven
+			us.opts.Journal.recordUpload(u)
+		}
 		return u.state(), nil
 	}
 	if len(us.byID) >= MaxUploads {
@@ -200,6 +210,7 @@ func (us *Uploads) Begin(req api.UploadRequest) (api.UploadState, error) {
 		d.Close()
 		return api.UploadState{}, err
 	}
+	us.opts.Journal.recordUpload(u)
 	us.byID[id] = u
 	return u.state(), nil
 }
@@ -365,6 +376,7 @@ func (us *Uploads) drop(u *upload) {
 	delete(us.byID, u.id)
 	us.mu.Unlock()
 	u.removePartial()
+	us.opts.Journal.dropUpload(u.id)
 	u.dir.Close()
 }
 
@@ -571,6 +583,7 @@ func (us *Uploads) Commit(ctx context.Context, id string) (api.WriteResult, erro
 	u.gone = true
 	delete(us.byID, u.id)
 	us.mu.Unlock()
+	us.opts.Journal.dropUpload(u.id)
 	u.dir.Close()
 	return api.WriteResult{Path: u.op.Path, Size: u.op.Size, SHA256: got}, nil
 }

@@ -32,6 +32,9 @@ type WriteOptions struct {
 	Mode *fs.FileMode
 	// Counter, when set, is called with the count of each block read.
 	Counter func(n int)
+	// Journal, when set, records a named temp file while it exists, so
+	// that the next start removes it if the daemon dies first.
+	Journal *Journal
 	// namedTemp forces the named temp file that file systems without
 	// O_TMPFILE get, so that tests cover that path too.
 	namedTemp bool
@@ -55,7 +58,7 @@ func WriteAtomic(path string, r io.Reader, opt WriteOptions) (api.WriteResult, e
 		return api.WriteResult{}, err
 	}
 	defer d.Close()
-	t, err := newTempFile(d, name, !opt.namedTemp)
+	t, err := newTempFile(d, name, !opt.namedTemp, opt.Journal)
 	if err != nil {
 		return api.WriteResult{}, writeError("write", p, err)
 	}

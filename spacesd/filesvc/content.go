@@ -94,7 +94,7 @@ func (s *Service) handleRead(w http.ResponseWriter, r *http.Request) {
 // handleWrite replaces a file atomically with the request body.
 func (s *Service) handleWrite(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	opt := files.WriteOptions{Counter: s.countIn()}
+	opt := files.WriteOptions{Counter: s.countIn(), Journal: s.journal}
 	if s := q.Get("mode"); s != "" {
 		m, err := files.ParseMode("mode", s, files.DefaultFileMode)
 		if err != nil {
