@@ -72,7 +72,13 @@ func WriteAtomic(path string, r io.Reader, opt WriteOptions) (api.WriteResult, e
 		return api.WriteResult{}, api.Errorf(api.KindTransferFailed,
 			"write %s: the body ended early after %d bytes (%v); nothing was changed", p, n, rerr)
 	}
-	if err := t.commit(meta, name, true); err != nil {
+	// A new file is linked straight to its name, with no temp name on the
+	// way; if one appeared meanwhile, it is replaced as any old file.
+	err = t.commit(meta, name, meta.existed)
+	if errors.Is(err, os.ErrExist) {
+		err = t.commit(meta, name, true)
+	}
+	if err != nil {
 		return api.WriteResult{}, writeError("write", p, err)
 	}
 	return api.WriteResult{Path: p, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
@@ -162,7 +168,8 @@ func openTarget(op, p string, mode *fs.FileMode) (*dir, string, fileMeta, error)
 // as root, the old file's owner.
 type fileMeta struct {
 	mode     fs.FileMode
-	uid, gid int // -1: keep ours
+	uid, gid int  // -1: keep ours
+	existed  bool // a file was there to replace
 }
 
 // metaFor decides the mode and owner of the file about to be put at name
@@ -181,6 +188,7 @@ func metaFor(op, p string, d *dir, name string, mode *fs.FileMode) (fileMeta, er
 	case err != nil:
 		return m, fsError(op, p, err)
 	case st.Mode&unix.S_IFMT == unix.S_IFREG:
+		m.existed = true
 		m.mode = fs.FileMode(st.Mode) & fs.ModePerm
 		if os.Geteuid() == 0 {
 			m.uid, m.gid = int(st.Uid), int(st.Gid)
