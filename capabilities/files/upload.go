@@ -69,6 +69,8 @@ type upload struct {
 	// dev and ino identify the partial file we made: whatever else comes
 	// to sit at its (predictable) name is not written into.
 	dev, ino uint64
+	// dirClosed: dir was closed (guarded by sem).
+	dirClosed bool
 	// sem admits one chunk or commit at a time.
 	sem chan struct{}
 
@@ -114,12 +116,16 @@ func (us *Uploads) Close() {
 	clear(us.byID)
 	us.mu.Unlock()
 	for _, u := range all {
-		u.sem <- struct{}{} // a running chunk works in u.dir: let it end
 		us.mu.Lock()
 		u.gone = true
 		us.mu.Unlock()
-		u.dir.Close()
-		<-u.sem
+		select {
+		case u.sem <- struct{}{}:
+			u.closeDir()
+			<-u.sem
+		default:
+			// A chunk or commit works in u.dir: release closes it.
+		}
 	}
 }
 
@@ -160,7 +166,7 @@ func (us *Uploads) expire(now time.Time) {
 	for _, u := range old {
 		u.removePartial()
 		us.opts.Journal.dropUpload(u.id)
-		u.dir.Close()
+		u.closeDir()
 		<-u.sem
 		us.log.Info("upload expired", "id", u.id, "path", u.op.Path, "offset", u.offset)
 	}
@@ -275,8 +281,21 @@ func (us *Uploads) acquire(ctx context.Context, id string) (*upload, error) {
 func (us *Uploads) release(u *upload) {
 	us.mu.Lock()
 	u.lastActive = time.Now()
+	gone := u.gone
 	us.mu.Unlock()
+	if gone {
+		u.closeDir()
+	}
 	<-u.sem
+}
+
+// closeDir closes the upload's directory once it is forgotten; the caller
+// holds sem, so no chunk works in it.
+func (u *upload) closeDir() {
+	if !u.dirClosed {
+		u.dirClosed = true
+		u.dir.Close()
+	}
 }
 
 func errNoUpload(id string) error {
@@ -304,7 +323,7 @@ func (us *Uploads) drop(u *upload) {
 	us.mu.Unlock()
 	u.removePartial()
 	us.opts.Journal.dropUpload(u.id)
-	u.dir.Close()
+	u.closeDir()
 }
 
 // Abort drops an upload and its partial data.

@@ -71,6 +71,6 @@ func (us *Uploads) Commit(ctx context.Context, id string) (api.WriteResult, erro
 	delete(us.byID, u.id)
 	us.mu.Unlock()
 	us.opts.Journal.dropUpload(u.id)
-	u.dir.Close()
+	u.closeDir()
 	return api.WriteResult{Path: u.op.Path, Size: u.op.Size, SHA256: got}, nil
 }
