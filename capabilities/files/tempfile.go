@@ -110,11 +110,15 @@ func (t *tempFile) gone() {
 // leave the old file or the new one, never a mix; fsync of the directory
 // after: the rename itself must survive a crash too.
 func (t *tempFile) commit(m fileMeta, name string, overwrite bool) error {
-	if err := m.apply(t.f); err != nil {
-		return err
-	}
-	if err := t.f.Sync(); err != nil {
-		return err
+	// Closed only once applied and synced: a commit again after one that
+	// found the name taken goes straight to the rename.
+	if !t.closed {
+		if err := m.apply(t.f); err != nil {
+			return err
+		}
+		if err := t.f.Sync(); err != nil {
+			return err
+		}
 	}
 	if t.name == "" && !overwrite {
 		// An unnamed file linked straight to its name: the link fails if
