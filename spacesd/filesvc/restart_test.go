@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -35,19 +34,16 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// buildDaemon builds cua-spacesd from this tree, once per test binary.
-var buildDaemon = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "spacesd-bin")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "cua-spacesd")
+// buildDaemon builds cua-spacesd from this tree into the test's directory.
+func buildDaemon(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "cua-spacesd")
 	out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "github.com/trycua/cua-spacesd/spacesd").CombinedOutput()
 	if err != nil {
-		return "", &exec.ExitError{Stderr: out}
+		t.Fatalf("go build: %v: %s", err, out)
 	}
-	return bin, nil
-})
+	return bin
+}
 
 // daemonProc is a cua-spacesd running as a process of its own.
 type daemonProc struct {
@@ -56,13 +52,9 @@ type daemonProc struct {
 	done   chan struct{}
 }
 
-// startDaemon runs the built daemon on a loopback port with stateDir.
-func startDaemon(t *testing.T, stateDir string) *daemonProc {
+// startDaemon runs the daemon bin on a loopback port with stateDir.
+func startDaemon(t *testing.T, bin, stateDir string) *daemonProc {
 	t.Helper()
-	bin, err := buildDaemon()
-	if err != nil {
-		t.Fatalf("go build: %v", err)
-	}
 	tok := spacesdtest.Token()
 	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--state-dir", stateDir, "--log-level", "debug")
 	cmd.Env = append(os.Environ(), "CUA_SPACESD_TOKEN="+tok)
@@ -140,7 +132,8 @@ func TestDaemonKilledMidTransferComesBackClean(t *testing.T) {
 	ctx := t.Context()
 	stateDir := filepath.Join(t.TempDir(), "state")
 	dir := t.TempDir()
-	d := startDaemon(t, stateDir)
+	bin := buildDaemon(t)
+	d := startDaemon(t, bin, stateDir)
 	c := d.client
 
 	data := make([]byte, 3<<20)
@@ -212,7 +205,7 @@ func TestDaemonKilledMidTransferComesBackClean(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	d2 := startDaemon(t, stateDir)
+	d2 := startDaemon(t, bin, stateDir)
 	c2 := d2.client
 	cur, err := c2.UploadStatus(ctx, st.ID)
 	if err != nil || cur.Offset != landed.Size() {
