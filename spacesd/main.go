@@ -24,6 +24,7 @@ import (
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/spacesd/daemon"
 	"github.com/trycua/cua-spacesd/spacesd/doctor"
+	"github.com/trycua/cua-spacesd/spacesd/filesvc"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 )
 
@@ -69,6 +70,7 @@ func serve(args []string, stderr io.Writer) int {
 	display := fs.String("display", os.Getenv("DISPLAY"), "X display for the desktop features")
 	xvfb := fs.Bool("xvfb", false, "without a display, start a private Xvfb + openbox for the desktop features")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	stateDir := fs.String("state-dir", filesvc.DefaultStateDir(), "where unfinished uploads and temp files are recorded, to survive a restart (\"\" = nowhere)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -104,7 +106,8 @@ func serve(args []string, stderr io.Writer) int {
 		*display = v.Display()
 		log.Info("started a virtual display", "display", *display)
 	}
-	srv, err := daemon.New(daemon.Options{Version: version, Auth: auth, Logger: log, Display: *display})
+	srv, err := daemon.New(daemon.Options{Version: version, Auth: auth, Logger: log, Display: *display,
+		Files: filesvc.Options{StateDir: *stateDir}})
 	if err != nil {
 		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
 		return 1

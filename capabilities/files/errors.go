@@ -29,6 +29,8 @@ func fsError(op, path string, err error) error {
 		return api.Errorf(api.KindInvalidArgument, "%s %s: is a directory", op, path)
 	case errors.Is(err, syscall.EROFS):
 		return api.Errorf(api.KindPermissionDenied, "%s %s: read-only file system", op, path)
+	case errors.Is(err, syscall.ELOOP):
+		return api.Errorf(api.KindInvalidArgument, "%s %s: too many levels of symbolic links (a loop?)", op, path)
 	case errors.Is(err, syscall.ENAMETOOLONG):
 		return api.Errorf(api.KindInvalidArgument, "%s %s: name too long", op, path)
 	}

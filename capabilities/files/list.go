@@ -2,8 +2,12 @@ package files
 
 import (
 	"context"
+	"errors"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/trycua/cua-spacesd/api"
@@ -43,25 +47,61 @@ func List(ctx context.Context, path string, depth int, hidden bool) (api.ListRes
 	return res, nil
 }
 
+// listBatch is how many entries a listing reads from a directory at a
+// time: a directory of millions is read only as far as the answer needs.
+const listBatch = 1024
+
 // listInto appends dir's entries (and below, to depth) to res. Errors below
 // the top directory (a subdirectory we may not read) are skipped: one
-// unreadable corner must not hide the rest of the tree.
+// unreadable corner must not hide the rest of the tree. Only as many
+// entries as still fit in the answer are read (plus one, to know whether
+// it is cut), so when a directory is cut, its entries shown are the first
+// ones in the directory's own order, sorted: not the first by name, which
+// would need every name read.
 func listInto(ctx context.Context, res *api.ListResult, dir string, depth int, hidden, top bool) error {
 	if err := ctx.Err(); err != nil {
 		return api.Errorf(api.KindCancelled, "list %s: %w", dir, err)
 	}
-	ents, err := os.ReadDir(dir)
+	f, err := os.Open(dir)
 	if err != nil {
 		if top {
 			return fsError("list", dir, err)
 		}
 		return nil
 	}
-	for _, e := range ents {
-		if !hidden && strings.HasPrefix(e.Name(), ".") {
-			continue
+	defer f.Close()
+	room := MaxListEntries - len(res.Entries)
+	var ents []fs.DirEntry
+	cut := false
+	for !cut {
+		batch, err := f.ReadDir(listBatch)
+		for _, e := range batch {
+			if !hidden && strings.HasPrefix(e.Name(), ".") {
+				continue
+			}
+			if len(ents) == room {
+				cut = true
+				break
+			}
+			ents = append(ents, e)
 		}
+		if errors.Is(err, io.EOF) || len(batch) == 0 {
+			break
+		}
+		if err != nil {
+			if top {
+				return fsError("list", dir, err)
+			}
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return api.Errorf(api.KindCancelled, "list %s: %w", dir, err)
+		}
+	}
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	for _, e := range ents {
 		if len(res.Entries) >= MaxListEntries {
+			// The subdirectories before took the room.
 			res.Truncated = true
 			return nil
 		}
@@ -79,6 +119,9 @@ func listInto(ctx context.Context, res *api.ListResult, dir string, depth int, h
 				return nil
 			}
 		}
+	}
+	if cut {
+		res.Truncated = true
 	}
 	return nil
 }

@@ -4,15 +4,17 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+
+	"golang.org/x/sys/unix"
 )
 
 // renameCheckFirst is the portable no-replace rename: a short race remains
 // between the check and the rename.
-func renameCheckFirst(from, to string) error {
-	if _, err := os.Lstat(to); err == nil {
+func renameCheckFirst(fromDir *dir, from string, toDir *dir, to string) error {
+	if _, err := toDir.lstat(to); err == nil {
 		return os.ErrExist
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return os.Rename(from, to)
+	return unix.Renameat(fromDir.fd, from, toDir.fd, to)
 }

@@ -10,15 +10,15 @@ import (
 // renameNoReplace renames unless to exists, in one syscall so that nothing
 // created between a check and the rename is replaced. File systems without
 // RENAME_NOREPLACE get the check-then-rename fallback.
-func renameNoReplace(from, to string) error {
-	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
+func renameNoReplace(fromDir *dir, from string, toDir *dir, to string) error {
+	err := unix.Renameat2(fromDir.fd, from, toDir.fd, to, unix.RENAME_NOREPLACE)
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, unix.EEXIST):
 		return os.ErrExist
 	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS):
-		return renameCheckFirst(from, to)
+		return renameCheckFirst(fromDir, from, toDir, to)
 	}
-	return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
+	return err
 }

@@ -3,4 +3,6 @@
 package files
 
 // renameNoReplace renames unless to exists (check, then rename).
-func renameNoReplace(from, to string) error { return renameCheckFirst(from, to) }
+func renameNoReplace(fromDir *dir, from string, toDir *dir, to string) error {
+	return renameCheckFirst(fromDir, from, toDir, to)
+}

@@ -228,7 +228,7 @@ func TestUploadDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = us.Put(t.Context(), st.ID, 0, bytes.NewReader(data), nil)
+	_, err = us.Put(t.Context(), st.ID, 0, int64(len(data)), bytes.NewReader(data), nil)
 	if api.KindOf(err) != api.KindIO || !strings.Contains(err.Error(), "disk full while uploading "+p) {
 		t.Fatalf("err = %v; want kind io, disk full", err)
 	}
@@ -257,7 +257,7 @@ func TestUploadAdoptsPartialAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	half := int64(len(data) / 2)
-	if st, err = us.Put(t.Context(), st.ID, 0, bytes.NewReader(data[:half]), nil); err != nil || st.Offset != half {
+	if st, err = us.Put(t.Context(), st.ID, 0, half, bytes.NewReader(data[:half]), nil); err != nil || st.Offset != half {
 		t.Fatalf("put: %+v %v", st, err)
 	}
 	us.Close()
@@ -268,11 +268,11 @@ func TestUploadAdoptsPartialAfterRestart(t *testing.T) {
 	if err != nil || st2.ID != st.ID || st2.Offset != half {
 		t.Fatalf("resume: %+v %v; want id %s at %d", st2, err, st.ID, half)
 	}
-	if _, err := us2.Put(t.Context(), st2.ID, 0, bytes.NewReader(data), nil); api.KindOf(err) != api.KindInvalidArgument ||
+	if _, err := us2.Put(t.Context(), st2.ID, 0, -1, bytes.NewReader(data), nil); api.KindOf(err) != api.KindInvalidArgument ||
 		!strings.Contains(err.Error(), "send from offset 524288") {
 		t.Fatalf("put at a wrong offset: %v", err)
 	}
-	if _, err := us2.Put(t.Context(), st2.ID, half, bytes.NewReader(data[half:]), nil); err != nil {
+	if _, err := us2.Put(t.Context(), st2.ID, half, -1, bytes.NewReader(data[half:]), nil); err != nil {
 		t.Fatal(err)
 	}
 	res, err := us2.Commit(t.Context(), st2.ID)

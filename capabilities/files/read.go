@@ -1,7 +1,9 @@
 package files
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"strconv"
@@ -11,35 +13,88 @@ import (
 	"github.com/trycua/cua-spacesd/api"
 )
 
-// Open opens a regular file for a ranged read and returns its size.
-// Directories are refused: list them instead.
-func Open(path string) (*os.File, int64, error) {
+// MaxUnsizedReadBytes bounds the read of a file that does not know its
+// size (see Open): such a file is read whole into memory at once, so a
+// bigger one is refused rather than held, or cut short unnoticed.
+const MaxUnsizedReadBytes = 16 << 20
+
+// Content is a file opened for ranged reads, and its size.
+type Content struct {
+	io.ReaderAt
+	Size  int64
+	close func() error
+}
+
+// Close releases the file.
+func (c *Content) Close() error { return c.close() }
+
+// Open opens a regular file for ranged reads. Directories are refused: list
+// them instead. A file that does not know its size (procfs files report 0,
+// sysfs ones 4096 whatever they hold) is read to its end at once, up to
+// MaxUnsizedReadBytes; its size is then what was read and ranges apply to
+// that snapshot, so the size, every range and the sha256 of a whole-file
+// read agree with each other.
+func Open(path string) (*Content, error) { return open(path, MaxUnsizedReadBytes) }
+
+func open(path string, maxUnsized int64) (*Content, error) {
 	p, err := CleanPath("path", path)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	// O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
 	// writer, possibly forever; it changes nothing for a regular file.
 	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, 0, fsError("read", p, err)
+		return nil, fsError("read", p, err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, 0, fsError("read", p, err)
+		return nil, fsError("read", p, err)
 	}
 	if fi.IsDir() {
 		f.Close()
-		return nil, 0, api.Errorf(api.KindInvalidArgument, "read %s: is a directory; use list", p)
+		return nil, api.Errorf(api.KindInvalidArgument, "read %s: is a directory; use list", p)
 	}
 	if !fi.Mode().IsRegular() {
 		// A FIFO, socket or device has no size to range over, and a read
 		// of it may never end.
 		f.Close()
-		return nil, 0, api.Errorf(api.KindInvalidArgument, "read %s: not a regular file (%s)", p, typeName(fi.Mode()))
+		return nil, api.Errorf(api.KindInvalidArgument, "read %s: not a regular file (%s)", p, typeName(fi.Mode()))
 	}
-	return f, fi.Size(), nil
+	if fi.Size() > 0 && !sizeUnknown(f) {
+		return &Content{ReaderAt: f, Size: fi.Size(), close: f.Close}, nil
+	}
+	defer f.Close()
+	b, err := readUnsized(f, maxUnsized)
+	if err != nil {
+		return nil, fsError("read", p, err)
+	}
+	if int64(len(b)) > maxUnsized {
+		return nil, api.Errorf(api.KindLimitExceeded,
+			"read %s: the file does not know its size and holds more than %d bytes (files.MaxUnsizedReadBytes); nothing was sent", p, maxUnsized).
+			WithHint("read it with exec (cat, head, tail) instead").WithRetryable(false)
+	}
+	return &Content{ReaderAt: bytes.NewReader(b), Size: int64(len(b)), close: func() error { return nil }}, nil
+}
+
+// readUnsized reads f to its end, or to one byte past max. A file that
+// would block (O_NONBLOCK makes /proc/kmsg answer EAGAIN when nothing is
+// queued) ends where it has nothing more to give.
+func readUnsized(f *os.File, max int64) ([]byte, error) {
+	var buf bytes.Buffer
+	chunk := make([]byte, 64<<10)
+	for int64(buf.Len()) <= max {
+		n, err := f.Read(chunk[:min(int64(len(chunk)), max+1-int64(buf.Len()))])
+		buf.Write(chunk[:n])
+		if errors.Is(err, io.EOF) || errors.Is(err, syscall.EAGAIN) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return buf.Bytes(), nil
 }
 
 // Window is a part of a file: Length < 0 means to the end.

@@ -76,7 +76,7 @@ func TestUploadNeverWritesThroughAPlantedPartial(t *testing.T) {
 			if st.Offset != 0 {
 				t.Errorf("began at offset %d of a foreign file; want 0", st.Offset)
 			}
-			if _, err := us.Put(t.Context(), st.ID, st.Offset, bytes.NewReader(data[st.Offset:]), nil); err != nil {
+			if _, err := us.Put(t.Context(), st.ID, st.Offset, -1, bytes.NewReader(data[st.Offset:]), nil); err != nil {
 				t.Fatalf("put: %v", err)
 			}
 			if _, err := us.Commit(t.Context(), st.ID); err != nil {
@@ -104,12 +104,12 @@ func TestOpenRefusesAFIFOWithoutWaiting(t *testing.T) {
 		t.Fatal(err)
 	}
 	type result struct {
-		f   *os.File
+		f   *files.Content
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		f, _, err := files.Open(fifo)
+		f, err := files.Open(fifo)
 		done <- result{f, err}
 	}()
 	select {
@@ -188,7 +188,7 @@ func TestUploadBeginDuringCommitDoesNotRace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := us.Put(t.Context(), st.ID, 0, bytes.NewReader(data), nil); err != nil {
+		if _, err := us.Put(t.Context(), st.ID, 0, int64(len(data)), bytes.NewReader(data), nil); err != nil {
 			t.Fatal(err)
 		}
 		stop := make(chan struct{})

@@ -9,9 +9,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sync"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/trycua/cua-spacesd/api"
 )
@@ -27,38 +27,44 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, CopyBufferBytes); re
 
 // WriteOptions adjust WriteAtomic.
 type WriteOptions struct {
-	// Mode of the new file; nil keeps the old file's mode, or DefaultFileMode.
+	// Mode of the new file, applied exactly (setuid and setgid included);
+	// nil keeps the old file's permission bits, or DefaultFileMode.
 	Mode *fs.FileMode
 	// Counter, when set, is called with the count of each block read.
 	Counter func(n int)
+	// Journal, when set, records a named temp file while it exists, so
+	// that the next start removes it if the daemon dies first.
+	Journal *Journal
+	// namedTemp forces the named temp file that file systems without
+	// O_TMPFILE get, so that tests cover that path too.
+	namedTemp bool
 }
 
 // WriteAtomic replaces path with the bytes of r: the old file or the new
 // one, never a mix, and nothing at all when anything fails (including a
-// full disk). The temp file lives in the destination directory so the final
-// rename stays on one file system and is atomic.
+// full disk). A final symlink is followed, as a shell's > does, when the
+// trust rule of resolve.go allows it: the target is then replaced in its
+// own directory, and the link stays. The new content is written to an
+// unnamed file in the destination directory and linked into place when
+// complete, so the rename stays on one file system and is atomic, and a
+// crash leaves nothing behind.
 func WriteAtomic(path string, r io.Reader, opt WriteOptions) (api.WriteResult, error) {
 	p, err := CleanPath("path", path)
 	if err != nil {
 		return api.WriteResult{}, err
 	}
-	t, err := prepareTarget("write", p, opt.Mode)
+	d, name, meta, err := openTarget("write", p, opt.Mode)
 	if err != nil {
 		return api.WriteResult{}, err
 	}
-	tmp, f, err := createTemp(t.dir, "."+shortName(filepath.Base(p), ".cua-write-"+randomHex(8)))
+	defer d.Close()
+	t, err := newTempFile(d, name, !opt.namedTemp, opt.Journal)
 	if err != nil {
-		return api.WriteResult{}, fsError("write", p, err)
+		return api.WriteResult{}, writeError("write", p, err)
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
+	defer t.discard()
 	h := sha256.New()
-	n, rerr, werr := copyHashed(f, r, h, opt.Counter)
+	n, rerr, werr := copyHashed(t.f, r, h, opt.Counter)
 	switch {
 	case werr != nil:
 		return api.WriteResult{}, writeError("write", p, werr)
@@ -66,10 +72,15 @@ func WriteAtomic(path string, r io.Reader, opt WriteOptions) (api.WriteResult, e
 		return api.WriteResult{}, api.Errorf(api.KindTransferFailed,
 			"write %s: the body ended early after %d bytes (%v); nothing was changed", p, n, rerr)
 	}
-	if err := t.install(f, tmp, true); err != nil {
+	// A new file is linked straight to its name, with no temp name on the
+	// way; if one appeared meanwhile, it is replaced as any old file.
+	err = t.commit(meta, name, meta.existed)
+	if errors.Is(err, os.ErrExist) {
+		err = t.commit(meta, name, true)
+	}
+	if err != nil {
 		return api.WriteResult{}, writeError("write", p, err)
 	}
-	ok = true
 	return api.WriteResult{Path: p, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
@@ -129,100 +140,82 @@ func fill(src io.Reader, buf []byte) (int, error) {
 	return n, nil
 }
 
-// target is a checked destination: where the new file goes and the mode
-// and owner it gets.
-type target struct {
-	path, dir string
-	mode      fs.FileMode
-	// uid/gid of the file being replaced; -1 when none (keep ours).
-	uid, gid int
+// openTarget resolves where a write or an upload of p lands (following a
+// final symlink under the trust rule) and decides the new file's mode and
+// owner. The caller closes the directory.
+func openTarget(op, p string, mode *fs.FileMode) (*dir, string, fileMeta, error) {
+	if p == "/" {
+		return nil, "", fileMeta{}, api.Errorf(api.KindInvalidArgument, "%s /: the root directory cannot be a file", op)
+	}
+	w := newWalker(op)
+	d, name, err := w.parent(p)
+	if err != nil {
+		return nil, "", fileMeta{}, err
+	}
+	d, name, err = w.final(d, name)
+	if err != nil {
+		return nil, "", fileMeta{}, fsError(op, p, err)
+	}
+	meta, err := metaFor(op, p, d, name, mode)
+	if err != nil {
+		d.Close()
+		return nil, "", fileMeta{}, err
+	}
+	return d, name, meta, nil
 }
 
-// prepareTarget checks that path can take a new file and decides its mode:
-// the given one, else the old file's, else DefaultFileMode.
-func prepareTarget(op, path string, mode *fs.FileMode) (target, error) {
-	t := target{path: path, dir: filepath.Dir(path), mode: DefaultFileMode, uid: -1, gid: -1}
-	if path == "/" {
-		return t, api.Errorf(api.KindInvalidArgument, "%s /: the root directory cannot be a file", op)
-	}
-	dfi, err := os.Stat(t.dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return t, api.Errorf(api.KindNotFound, "%s %s: the directory %s does not exist", op, path, t.dir).
-			WithHint("make it first (mkdir with parents=true)")
-	}
-	if err != nil {
-		return t, fsError(op, path, err)
-	}
-	if !dfi.IsDir() {
-		return t, api.Errorf(api.KindInvalidArgument, "%s %s: %s is not a directory", op, path, t.dir)
-	}
-	if fi, err := os.Stat(path); err == nil {
-		if fi.IsDir() {
-			return t, api.Errorf(api.KindInvalidArgument, "%s %s: is a directory", op, path)
+// fileMeta is what a new file gets: its mode and, when it replaces a file
+// as root, the old file's owner.
+type fileMeta struct {
+	mode     fs.FileMode
+	uid, gid int  // -1: keep ours
+	existed  bool // a file was there to replace
+}
+
+// metaFor decides the mode and owner of the file about to be put at name
+// in d: the given mode, else the old file's permission bits, else
+// DefaultFileMode. Setuid and setgid are never carried over from the old
+// file: they would turn the caller's bytes into a program that runs as the
+// old file's owner. Only a mode the caller names sets them. Replacing a
+// user's file as root keeps its owner (the new content is still theirs);
+// only regular files are replaced: a device, FIFO or socket at the path is
+// refused rather than swapped for a file.
+func metaFor(op, p string, d *dir, name string, mode *fs.FileMode) (fileMeta, error) {
+	m := fileMeta{mode: DefaultFileMode, uid: -1, gid: -1}
+	st, err := d.lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return m, fsError(op, p, err)
+	case st.Mode&unix.S_IFMT == unix.S_IFREG:
+		m.existed = true
+		m.mode = fs.FileMode(st.Mode) & fs.ModePerm
+		if os.Geteuid() == 0 {
+			m.uid, m.gid = int(st.Uid), int(st.Gid)
 		}
-		t.mode = fi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			t.uid, t.gid = int(st.Uid), int(st.Gid)
-		}
+	case st.Mode&unix.S_IFMT == unix.S_IFDIR:
+		return m, api.Errorf(api.KindInvalidArgument, "%s %s: is a directory", op, p)
+	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+		// The walk followed every final link: this one was swapped in since.
+		return m, api.Errorf(api.KindPreconditionFailed, "%s %s: the path changed into a symlink while it was resolved; retry", op, p).
+			WithRetryable(true)
+	default:
+		return m, api.Errorf(api.KindInvalidArgument, "%s %s: %s, not a regular file; only regular files are replaced", op, p, kindName(uint32(st.Mode)))
 	}
 	if mode != nil {
-		t.mode = *mode
+		m.mode = *mode
 	}
-	return t, nil
+	return m, nil
 }
 
-// install gives the temp file its mode and owner, makes it durable and
-// renames it over the destination. fsync before rename: a crash must leave
-// the old file or the new one, never a mix; fsync of the directory after:
-// the rename itself must survive a crash too.
-func (t target) install(f *os.File, tmp string, overwrite bool) error {
-	if err := f.Chmod(t.mode); err != nil {
-		return err
+// apply gives f its owner, then its mode: chown clears setuid and setgid,
+// so a mode that asks for them must come after.
+func (m fileMeta) apply(f *os.File) error {
+	if m.uid >= 0 {
+		// Best effort: a uid unmapped in our user namespace stays ours.
+		_ = f.Chown(m.uid, m.gid)
 	}
-	if t.uid >= 0 && os.Geteuid() == 0 {
-		// Replacing a user's file as root must not hand it to root.
-		_ = f.Chown(t.uid, t.gid)
-		if t.mode&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
-			_ = f.Chmod(t.mode) // chown clears setuid/setgid
-		}
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	var err error
-	if overwrite {
-		err = os.Rename(tmp, t.path)
-	} else {
-		err = renameNoReplace(tmp, t.path)
-	}
-	if err != nil {
-		return err
-	}
-	return syncDir(t.dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		// EINVAL: a file system that cannot sync directories; nothing to do.
-		return err
-	}
-	return nil
-}
-
-// createTemp creates a new file readable only by us until install sets
-// its mode.
-func createTemp(dir, name string) (string, *os.File, error) {
-	p := filepath.Join(dir, name)
-	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	return p, f, err
+	return f.Chmod(m.mode)
 }
 
 // shortName fits "name"+suffix into one file-name, cutting name if needed.

@@ -25,6 +25,8 @@ type Options struct {
 	Display string
 	// Process adjusts the process manager (limits, clock).
 	Process process.Options
+	// Files adjusts the files service (its state directory).
+	Files filesvc.Options
 }
 
 // New builds the daemon's server with every service.
@@ -45,7 +47,7 @@ func New(o Options) (*server.Server, error) {
 		Display: o.Display,
 		Services: []server.NewService{
 			procsvc.New(procs),
-			filesvc.New(),
+			filesvc.New(o.Files),
 			desktopsvc.New(desk),
 		},
 	})

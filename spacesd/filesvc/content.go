@@ -32,12 +32,13 @@ func (s *Service) handleRead(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, api.Errorf(api.KindInvalidArgument, "read %s: give offset/length or a Range header, not both", path))
 		return
 	}
-	f, size, err := files.Open(path)
+	f, err := files.Open(path)
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return
 	}
 	defer f.Close()
+	size := f.Size
 	byRange := false
 	if rangeHdr != "" && size > 0 {
 		// An empty file has no satisfiable range; its whole (empty)
@@ -93,7 +94,7 @@ func (s *Service) handleRead(w http.ResponseWriter, r *http.Request) {
 // handleWrite replaces a file atomically with the request body.
 func (s *Service) handleWrite(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	opt := files.WriteOptions{Counter: s.countIn()}
+	opt := files.WriteOptions{Counter: s.countIn(), Journal: s.journal}
 	if s := q.Get("mode"); s != "" {
 		m, err := files.ParseMode("mode", s, files.DefaultFileMode)
 		if err != nil {

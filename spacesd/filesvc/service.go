@@ -7,6 +7,8 @@ package filesvc
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/trycua/cua-spacesd/api"
@@ -15,8 +17,34 @@ import (
 	"github.com/trycua/cua-spacesd/spacesd/server"
 )
 
+// Options configure the files service.
+type Options struct {
+	// StateDir holds the journal of unfinished uploads and of the temp
+	// files of writes, so that uploads survive a restart and a crash
+	// leaves no temp file behind for ever. "" keeps no journal: uploads
+	// then resume after a restart only when announced again.
+	StateDir string
+}
+
+// DefaultStateDir is where a daemon keeps its state unless told otherwise:
+// /var/lib/cua-spacesd as root, else $XDG_STATE_HOME/cua-spacesd, else
+// cua-spacesd in the user's cache directory.
+func DefaultStateDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/cua-spacesd"
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "cua-spacesd")
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "cua-spacesd")
+	}
+	return ""
+}
+
 // Service serves the files and fs_watch features.
 type Service struct {
+	journal  *files.Journal
 	uploads  *files.Uploads
 	bytesIn  server.Counter
 	bytesOut server.Counter
@@ -26,11 +54,22 @@ type Service struct {
 	watchSupport func() (bool, string)
 }
 
-// New returns the files service; it keeps the unfinished uploads.
-func New() server.NewService {
+// New returns the files service; it keeps the unfinished uploads. A state
+// directory that cannot be used is logged, and the daemon goes on without
+// a journal: the files feature matters more than resuming after a crash.
+func New(opts Options) server.NewService {
 	return func(h server.Host) (server.Service, error) {
+		var j *files.Journal
+		if opts.StateDir != "" {
+			var err error
+			if j, err = files.OpenJournal(opts.StateDir, h.Log); err != nil {
+				h.Log.Warn("files: no journal; unfinished uploads will not survive a restart and a crash may leave temp files", "err", err)
+				j = nil
+			}
+		}
 		return &Service{
-			uploads:      files.NewUploads(files.UploadOptions{Logger: h.Log}),
+			journal:      j,
+			uploads:      files.NewUploads(files.UploadOptions{Logger: h.Log, Journal: j}),
 			bytesIn:      h.Metrics.Counter(server.MetricBytesIn),
 			bytesOut:     h.Metrics.Counter(server.MetricBytesOut),
 			watchSupport: sync.OnceValues(files.FSWatchSupported),
@@ -72,8 +111,12 @@ func (s *Service) Features() map[api.Feature]server.Probe {
 // Limits of the files service.
 func (s *Service) Limits(l *api.Limits) { l.UploadChunkBytes = files.MaxUploadChunkBytes }
 
-// Close stops the uploads' janitor; partial files stay for a resume.
-func (s *Service) Close() { s.uploads.Close() }
+// Close stops the uploads' janitor; partial files (and their records in
+// the journal) stay for a resume.
+func (s *Service) Close() {
+	s.uploads.Close()
+	s.journal.Close()
+}
 
 // countIn returns a counter of request body bytes for the metrics.
 func (s *Service) countIn() func(int) {

@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/trycua/cua-spacesd/api"
-	"github.com/trycua/cua-spacesd/capabilities/files"
 	"github.com/trycua/cua-spacesd/spacesd/httpapi"
 )
 
@@ -33,6 +32,9 @@ func (s *Service) handleUploadStatus(w http.ResponseWriter, r *http.Request) {
 
 // handleUploadChunk appends one chunk. A chunk cut short keeps what arrived;
 // the error says the offset to resume from, as does GET /v1/uploads/{id}.
+// A chunk whose Content-Length is past the announced size (or the chunk
+// limit) is refused before a byte of it is read; one without a length is
+// checked by the upload as it lands, and refused whole.
 func (s *Service) handleUploadChunk(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if r.URL.Query().Get("offset") == "" {
@@ -44,14 +46,9 @@ func (s *Service) handleUploadChunk(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, err)
 		return
 	}
-	if r.ContentLength > files.MaxUploadChunkBytes {
-		httpapi.WriteError(w, api.Errorf(api.KindInvalidArgument, "upload %s: a chunk of %d bytes is over the limit of %d (limits.upload_chunk_bytes)",
-			id, r.ContentLength, files.MaxUploadChunkBytes))
-		return
-	}
-	body := httpapi.ReadIdle(w, http.MaxBytesReader(w, r.Body, files.MaxUploadChunkBytes))
+	body := httpapi.ReadIdle(w, r.Body)
 	defer body.Done()
-	st, err := s.uploads.Put(r.Context(), id, offset, body, s.countIn())
+	st, err := s.uploads.Put(r.Context(), id, offset, r.ContentLength, body, s.countIn())
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return
