@@ -53,7 +53,7 @@ func kindsOf(t *tools.Tool) []string {
 
 func renderTool(t *tools.Tool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "### `%s`\n\n%s\n\n", t.Name, t.Description)
+	fmt.Fprintf(&b, "### `%s`\n\n**%s.** %s\n\n", t.Name, t.Title, t.Description)
 	b.WriteString("| argument | type | required | default | description |\n|---|---|---|---|---|\n")
 	names := make([]string, 0, len(t.Schema.Properties))
 	for n := range t.Schema.Properties {
@@ -98,8 +98,33 @@ func renderTool(t *tools.Tool) string {
 	for i, k := range ks {
 		ks[i] = "`" + k + "`"
 	}
-	fmt.Fprintf(&b, "\n- **Result:** %s\n- **Requires:** %s\n- **Errors:** %s\n\n", t.Result, feats, strings.Join(ks, ", "))
+	out := "none: text only"
+	if t.Output != nil {
+		out = "yes (the result above, or the error envelope)"
+	}
+	fmt.Fprintf(&b, "\n- **Result:** %s\n- **Output schema:** %s\n- **Hints:** %s\n- **Requires:** %s\n- **Errors:** %s\n\n",
+		t.Result, out, hintsOf(t.Hints), feats, strings.Join(ks, ", "))
 	return b.String()
+}
+
+// hintsOf renders a tool's annotations as a host reads them.
+func hintsOf(h tools.Hints) string {
+	if h.ReadOnly {
+		return "read-only"
+	}
+	words := []string{"changes things"}
+	if h.Destructive {
+		words = append(words, "destructive")
+	} else {
+		words = append(words, "not destructive")
+	}
+	if h.Idempotent {
+		words = append(words, "idempotent")
+	}
+	if h.OpenWorld {
+		words = append(words, "open world")
+	}
+	return strings.Join(words, ", ")
 }
 
 func typeOf(s *jsonschema.Schema) string {

@@ -23,6 +23,9 @@ const (
 	CodeInvalidRequest = -32600
 	CodeMethodNotFound = -32601
 	CodeInvalidParams  = -32602
+	// CodeHeaderMismatch: a ModernVersion HTTP request whose Mcp-Method or
+	// Mcp-Name header is missing or differs from its body (SEP-2575).
+	CodeHeaderMismatch = -32020
 )
 
 // Gate validates every incoming JSON-RPC message in front of both transports,
@@ -67,6 +70,16 @@ type Session struct {
 	// Missing: an HTTP request without Mcp-Session-Id, which only an
 	// initialize or a stateless (ModernVersion) request may be.
 	Missing bool
+	// Headers are the Mcp-Method and Mcp-Name headers of an HTTP request,
+	// which a ModernVersion request must carry, equal to its body's; nil
+	// over stdio, which has no headers.
+	Headers *MethodHeaders
+}
+
+// MethodHeaders are the headers in which ModernVersion names a request's
+// method and, for tools/call, its tool, so a proxy can route it unread.
+type MethodHeaders struct {
+	Method, Name string
 }
 
 // Violation is a message the gate refused, with the JSON-RPC error to answer.
@@ -92,7 +105,7 @@ func (v *Violation) HTTPStatus() int {
 		return http.StatusOK
 	}
 	switch v.Code {
-	case CodeParseError, CodeInvalidRequest:
+	case CodeParseError, CodeInvalidRequest, CodeHeaderMismatch:
 		return http.StatusBadRequest
 	}
 	// A valid request whose method or params are wrong is answered like any
@@ -201,6 +214,12 @@ func (g *Gate) Check(msg []byte, sess Session) (violation *Violation, version st
 		v.Notification = !hasID
 		return v, version
 	}
+	if h := sess.Headers; h != nil && IsModern(version) {
+		if err := checkHeaders(*h, method, params); err != "" {
+			v.Code, v.Message, v.Notification = CodeHeaderMismatch, err, !hasID
+			return v, version
+		}
+	}
 	if hasParams && !isNull(params) && !isObject(params) {
 		v.Code, v.Message = CodeInvalidParams, "params must be an object"
 		v.Notification = !hasID
@@ -244,6 +263,30 @@ func (g *Gate) Check(msg []byte, sess Session) (violation *Violation, version st
 		return g.checkCall(params, v, version >= ToolErrorVersion), version
 	}
 	return nil, version
+}
+
+// checkHeaders is "" when the headers name the request's method (and, for
+// tools/call, its tool) as its body does, else why not.
+func checkHeaders(h MethodHeaders, method string, params json.RawMessage) string {
+	switch {
+	case h.Method == "":
+		return "a " + ModernVersion + " request names its method in the Mcp-Method header"
+	case h.Method != method:
+		return fmt.Sprintf("the Mcp-Method header says %q, the body %q", h.Method, method)
+	case method != "tools/call":
+		return ""
+	}
+	var p struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(params, &p)
+	switch {
+	case h.Name == "":
+		return "a " + ModernVersion + " tools/call names its tool in the Mcp-Name header"
+	case h.Name != p.Name:
+		return fmt.Sprintf("the Mcp-Name header says %q, the body %q", h.Name, p.Name)
+	}
+	return ""
 }
 
 // checkCall checks a tools/call. Arguments that do not fit the tool are a

@@ -56,13 +56,17 @@ var gateSeeds = []string{
 func FuzzGate(f *testing.F) {
 	for _, s := range append(gateSeeds, modernSeeds...) {
 		for _, v := range append(mcp.ProtocolVersions, "") {
-			f.Add([]byte(s), false, v)
-			f.Add([]byte(s), true, v)
+			f.Add([]byte(s), false, v, "", "")
+			f.Add([]byte(s), true, v, "tools/call", "space_bash")
 		}
 	}
 	g := newGate(f)
-	f.Fuzz(func(t *testing.T, msg []byte, missing bool, version string) {
-		v, _ := g.Check(msg, mcp.Session{Version: version, Missing: missing})
+	f.Fuzz(func(t *testing.T, msg []byte, missing bool, version, method, name string) {
+		sess := mcp.Session{Version: version, Missing: missing}
+		if method != "" || name != "" {
+			sess.Headers = &mcp.MethodHeaders{Method: method, Name: name}
+		}
+		v, _ := g.Check(msg, sess)
 		if v == nil {
 			var m map[string]json.RawMessage
 			if err := json.Unmarshal(msg, &m); err != nil {
@@ -97,7 +101,7 @@ func FuzzGate(f *testing.F) {
 			t.Fatalf("bad answer %s", v.Response())
 		}
 		switch v.Code {
-		case mcp.CodeParseError, mcp.CodeInvalidRequest, mcp.CodeMethodNotFound, mcp.CodeInvalidParams:
+		case mcp.CodeParseError, mcp.CodeInvalidRequest, mcp.CodeMethodNotFound, mcp.CodeInvalidParams, mcp.CodeHeaderMismatch:
 		default:
 			t.Fatalf("unexpected code %d", v.Code)
 		}

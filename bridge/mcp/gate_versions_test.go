@@ -81,6 +81,9 @@ func TestGateRevisions(t *testing.T) {
 		{"2026-07-28 initialize", mcp.Session{Version: "2026-07-28", Missing: true}, initialize("2026-07-28"), invalidParams, "2026-07-28"},
 		{"2026-07-28 header, request without _meta", mcp.Session{Version: "2026-07-28", Missing: true}, bareList, invalidParams, "2026-07-28"},
 		{"2026-07-28 over stdio", mcp.Session{}, modernCall, pass, "2026-07-28"},
+		{"2026-07-28 over HTTP with its headers", mcp.Session{Missing: true, Headers: &mcp.MethodHeaders{Method: "tools/call", Name: "space_bash"}}, modernCall, pass, "2026-07-28"},
+		{"2026-07-28 over HTTP, tool header differs", mcp.Session{Missing: true, Headers: &mcp.MethodHeaders{Method: "tools/call", Name: "space_ls"}}, modernCall, fmt.Sprint(mcp.CodeHeaderMismatch), "2026-07-28"},
+		{"2025-11-25 over HTTP needs no method header", mcp.Session{Version: "2025-11-25", Headers: &mcp.MethodHeaders{}}, call, pass, "2025-11-25"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, version := g.Check([]byte(tc.msg), tc.sess)

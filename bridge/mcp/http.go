@@ -30,6 +30,8 @@ const (
 	shutdownTimeout   = 10 * time.Second
 	sessionHeader     = "Mcp-Session-Id"
 	versionHeader     = "Mcp-Protocol-Version"
+	methodHeader      = "Mcp-Method"
+	nameHeader        = "Mcp-Name"
 )
 
 // Session bounds. Sessions cost about 10 KB each and clients do not always
@@ -115,7 +117,11 @@ func (b *Bridge) HTTPHandler(o HTTPOptions) http.Handler {
 				writeViolation(w, &Violation{Code: CodeInvalidRequest, Message: "message is over the 1 MiB limit"}, http.StatusRequestEntityTooLarge)
 				return
 			}
-			v, msgVersion := b.gate.Check(body, Session{Version: version, Missing: r.Header.Get(sessionHeader) == ""})
+			v, msgVersion := b.gate.Check(body, Session{
+				Version: version,
+				Missing: r.Header.Get(sessionHeader) == "",
+				Headers: &MethodHeaders{Method: r.Header.Get(methodHeader), Name: r.Header.Get(nameHeader)},
+			})
 			if v != nil {
 				writeViolation(w, v, v.HTTPStatus())
 				return

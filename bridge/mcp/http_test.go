@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -30,44 +31,200 @@ func TestProtocolVersions(t *testing.T) {
 	}
 }
 
+// The gate's answers over raw HTTP, on every revision: the same codes
+// everywhere, but arguments that do not fit a tool are a tool error from
+// 2025-11-25 on, and the stateless revision has no session and no ping.
 func TestGateHTTP(t *testing.T) {
 	e := newEnv(t)
-	sid, _ := e.initialize(t, "2025-06-18")
-	hs := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-06-18"}
-	big := `{"jsonrpc":"2.0","id":9,"method":"ping","params":{"x":"` + strings.Repeat("a", mcp.MaxMessageBytes) + `"}}`
-	tests := []struct {
-		name       string
-		body       string
-		hdr        map[string]string
-		wantStatus int
-		wantCode   int
-	}{
-		{"bad json", `{"jsonrpc":`, hs, http.StatusBadRequest, -32700},
-		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, hs, http.StatusBadRequest, -32600},
-		{"over 1 MB", big, hs, http.StatusRequestEntityTooLarge, -32600},
-		{"not an object", `42`, hs, http.StatusBadRequest, -32600},
-		{"wrong jsonrpc", `{"jsonrpc":"1.0","id":1,"method":"ping"}`, hs, http.StatusBadRequest, -32600},
-		{"missing session", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, nil, http.StatusBadRequest, -32600},
-		{"unknown method", `{"jsonrpc":"2.0","id":1,"method":"no/such"}`, hs, http.StatusOK, -32601},
-		{"unknown tool", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope","arguments":{}}}`, hs, http.StatusOK, -32601},
-		{"arguments not object", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"space_bash","arguments":[1]}}`, hs, http.StatusOK, -32602},
-		{"schema mismatch", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"space_bash","arguments":{"space":"s1","command":5}}}`, hs, http.StatusOK, -32602},
-		{"missing required", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"space_bash","arguments":{"space":"s1"}}}`, hs, http.StatusOK, -32602},
-		{"params not object", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":3}`, hs, http.StatusOK, -32602},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			r := e.raw(t, http.MethodPost, tc.body, tc.hdr)
-			if r.status != tc.wantStatus || rpcCode(r.message) != tc.wantCode {
-				t.Fatalf("status %d code %d (%v), want %d %d", r.status, rpcCode(r.message), r.message, tc.wantStatus, tc.wantCode)
+	for _, version := range mcp.ProtocolVersions {
+		t.Run(version, func(t *testing.T) {
+			modern := mcp.IsModern(version)
+			hs := map[string]string{"Mcp-Protocol-Version": version}
+			if !modern {
+				sid, _ := e.initialize(t, version)
+				hs["Mcp-Session-Id"] = sid
+			}
+			// body is a request as this revision sends it: a stateless one
+			// names its revision in _meta.
+			body := func(raw string) string {
+				if modern {
+					return withMeta(raw, version)
+				}
+				return raw
+			}
+			big := `{"jsonrpc":"2.0","id":9,"method":"ping","params":{"x":"` + strings.Repeat("a", mcp.MaxMessageBytes) + `"}}`
+			argsCode := -32602 // or a tool error, from 2025-11-25
+			if version >= mcp.ToolErrorVersion {
+				argsCode = toolErrorCode
+			}
+			tests := []struct {
+				name       string
+				body       string
+				hdr        map[string]string
+				wantStatus int
+				wantCode   int
+			}{
+				{"bad json", `{"jsonrpc":`, hs, http.StatusBadRequest, -32700},
+				{"batch", `[` + body(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`) + `]`, hs, http.StatusBadRequest, -32600},
+				{"over 1 MB", big, hs, http.StatusRequestEntityTooLarge, -32600},
+				{"not an object", `42`, hs, http.StatusBadRequest, -32600},
+				{"wrong jsonrpc", body(`{"jsonrpc":"1.0","id":1,"method":"tools/list"}`), hs, http.StatusBadRequest, -32600},
+				{"unknown method", body(`{"jsonrpc":"2.0","id":1,"method":"no/such"}`), hs, http.StatusOK, -32601},
+				{"unknown tool", body(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope","arguments":{}}}`), hs, http.StatusOK, -32601},
+				{"arguments not object", body(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"space_bash","arguments":[1]}}`), hs, http.StatusOK, argsCode},
+				{"schema mismatch", body(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"space_bash","arguments":{"space":"s1","command":5}}}`), hs, http.StatusOK, argsCode},
+				{"missing required", body(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"space_bash","arguments":{"space":"s1"}}}`), hs, http.StatusOK, argsCode},
+				{"params not object", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":3}`, hs, http.StatusOK, -32602},
+			}
+			if modern {
+				tests = append(tests,
+					struct {
+						name       string
+						body       string
+						hdr        map[string]string
+						wantStatus int
+						wantCode   int
+					}{"ping is gone", body(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), hs, http.StatusOK, -32601},
+					struct {
+						name       string
+						body       string
+						hdr        map[string]string
+						wantStatus int
+						wantCode   int
+					}{"no revision in _meta", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, hs, http.StatusOK, -32602},
+				)
+			} else {
+				tests = append(tests,
+					struct {
+						name       string
+						body       string
+						hdr        map[string]string
+						wantStatus int
+						wantCode   int
+					}{"missing session", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, map[string]string{"Mcp-Protocol-Version": version}, http.StatusBadRequest, -32600},
+					struct {
+						name       string
+						body       string
+						hdr        map[string]string
+						wantStatus int
+						wantCode   int
+					}{"server/discover is not there yet", `{"jsonrpc":"2.0","id":1,"method":"server/discover"}`, hs, http.StatusOK, -32601},
+				)
+			}
+			for _, tc := range tests {
+				t.Run(tc.name, func(t *testing.T) {
+					hdr := tc.hdr
+					if modern {
+						hdr = withMethodHeaders(tc.body, tc.hdr)
+					}
+					r := e.raw(t, http.MethodPost, tc.body, hdr)
+					if r.status != tc.wantStatus || answerCode(r.message) != tc.wantCode {
+						t.Fatalf("status %d code %d (%v), want %d %d", r.status, answerCode(r.message), r.message, tc.wantStatus, tc.wantCode)
+					}
+				})
+			}
+			if modern {
+				// No session: nothing to end, no stream to open; a stray
+				// session id changes nothing.
+				for _, m := range []string{http.MethodDelete, http.MethodGet} {
+					if r := e.raw(t, m, "", hs); r.status != http.StatusMethodNotAllowed {
+						t.Errorf("%s on the stateless revision: %d, want 405", m, r.status)
+					}
+				}
+				list := body(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+				stray := withMethodHeaders(list, map[string]string{"Mcp-Protocol-Version": version, "Mcp-Session-Id": "no-such-session"})
+				if r := e.raw(t, http.MethodPost, list, stray); r.status != http.StatusOK || r.message["result"] == nil {
+					t.Fatalf("stateless tools/list with a stray session id: %d %v", r.status, r.message)
+				}
+				// The method and tool travel in headers too, and must agree
+				// with the body.
+				call := body(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"space_bash","arguments":{"space":"s1","command":"true"}}}`)
+				for name, h := range map[string]map[string]string{
+					"no Mcp-Method":    {"Mcp-Protocol-Version": version},
+					"other Mcp-Method": {"Mcp-Protocol-Version": version, "Mcp-Method": "tools/list"},
+					"no Mcp-Name":      {"Mcp-Protocol-Version": version, "Mcp-Method": "tools/call"},
+					"other Mcp-Name":   {"Mcp-Protocol-Version": version, "Mcp-Method": "tools/call", "Mcp-Name": "space_ls"},
+				} {
+					if r := e.raw(t, http.MethodPost, call, h); r.status != http.StatusBadRequest || rpcCode(r.message) != mcp.CodeHeaderMismatch {
+						t.Errorf("%s: %d %v, want 400 %d", name, r.status, r.message, mcp.CodeHeaderMismatch)
+					}
+				}
+				return
+			}
+			unknown := map[string]string{"Mcp-Protocol-Version": version, "Mcp-Session-Id": "no-such-session"}
+			if r := e.raw(t, http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, unknown); r.status != http.StatusNotFound {
+				t.Fatalf("unknown session: %d, want 404", r.status)
+			}
+			// A valid call on the same session still works after all that.
+			r := e.raw(t, http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, hs)
+			if r.status != http.StatusOK || r.message["result"] == nil {
+				t.Fatalf("ping after gate errors: %d %v", r.status, r.message)
 			}
 		})
 	}
-	// A valid call on the same session still works after all that.
-	r := e.raw(t, http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, hs)
-	if r.status != http.StatusOK || r.message["result"] == nil {
-		t.Fatalf("ping after gate errors: %d %v", r.status, r.message)
+}
+
+// toolErrorCode stands for "a tool error of kind invalid_argument" where a
+// test expects a JSON-RPC code.
+const toolErrorCode = 1
+
+// answerCode is a response's JSON-RPC error code, or toolErrorCode for a
+// tool result that failed with kind invalid_argument, or 0.
+func answerCode(m map[string]any) int {
+	if res, ok := m["result"].(map[string]any); ok && res["isError"] == true {
+		sc, _ := res["structuredContent"].(map[string]any)
+		e, _ := sc["error"].(map[string]any)
+		if e["kind"] == "invalid_argument" {
+			return toolErrorCode
+		}
 	}
+	return rpcCode(m)
+}
+
+// withMethodHeaders adds the Mcp-Method (and Mcp-Name) headers a stateless
+// request carries, taken from its body, to hdr.
+func withMethodHeaders(raw string, hdr map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range hdr {
+		out[k] = v
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal([]byte(raw), &m) != nil {
+		return out
+	}
+	var method string
+	if json.Unmarshal(m["method"], &method) == nil && method != "" {
+		out["Mcp-Method"] = method
+	}
+	var p struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(m["params"], &p) == nil && p.Name != "" {
+		out["Mcp-Name"] = p.Name
+	}
+	return out
+}
+
+// withMeta adds the _meta of a stateless request to a JSON-RPC request.
+func withMeta(raw, version string) string {
+	var m map[string]any
+	if json.Unmarshal([]byte(raw), &m) != nil {
+		return raw
+	}
+	p, ok := m["params"].(map[string]any)
+	if !ok {
+		if m["params"] != nil {
+			return raw
+		}
+		p = map[string]any{}
+	}
+	p["_meta"] = map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    version,
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+	}
+	m["params"] = p
+	b, _ := json.Marshal(m)
+	return string(b)
 }
 
 func TestDeleteEndsSession(t *testing.T) {

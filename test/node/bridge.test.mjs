@@ -11,14 +11,16 @@ import { after, before, describe, it } from 'node:test';
 
 import {
   Procs,
+  clientFlavors,
   connectHTTP,
   connectStdio,
   describeResult,
   errorKind,
   eventually,
+  initializeVersions,
+  modernVersion,
   pidAlive,
   plainHTTPServer,
-  protocolVersions,
   rawInitialize,
   rawStdioInitialize,
   startBridgeHTTP,
@@ -38,8 +40,11 @@ const desktopTools = ['space_screenshot', 'list_space_windows', 'space_click', '
 
 const sha256 = (buf) => createHash('sha256').update(buf).digest('hex');
 
-for (const transport of ['stdio', 'http']) {
-  describe(`cua-bridge over ${transport}`, { timeout: 600_000 }, () => {
+for (const flavor of clientFlavors) for (const transport of ['stdio', 'http']) {
+  // The transport-level checks (raw initialize, bearer) do not depend on
+  // the client: they run once per transport, with the SDK 1.x suite.
+  const firstFlavor = flavor === clientFlavors[0];
+  describe(`cua-bridge over ${transport}, ${flavor.name}`, { timeout: 600_000 }, () => {
     const procs = new Procs();
     let space;
     let bridge;
@@ -50,9 +55,9 @@ for (const transport of ['stdio', 'http']) {
       space = await startSpacesd(procs);
       if (transport === 'http') {
         bridge = await startBridgeHTTP(procs);
-        client = await connectHTTP(bridge);
+        client = await connectHTTP(bridge, { version: flavor.version });
       } else {
-        client = await connectStdio(procs);
+        client = await connectStdio(procs, { version: flavor.version });
       }
     });
 
@@ -61,8 +66,7 @@ for (const transport of ['stdio', 'http']) {
       await procs.stop();
     });
 
-    const call = (name, args, opts = {}) =>
-      client.callTool({ name, arguments: args }, undefined, { timeout: longCallMs, ...opts });
+    const call = (name, args, opts = {}) => client.call(name, args, { timeout: longCallMs, ...opts });
 
     const mustSucceed = async (name, args, opts) => {
       const r = await call(name, args, opts);
@@ -70,8 +74,14 @@ for (const transport of ['stdio', 'http']) {
       return r;
     };
 
-    it('answers initialize with each protocol version it supports', async () => {
-      for (const v of protocolVersions) {
+    if (flavor.version) {
+      it(`speaks ${flavor.version} with a client pinned to it`, () => {
+        assert.equal(client.negotiated(), flavor.version);
+      });
+    }
+
+    if (firstFlavor) it('answers initialize with each protocol version that has one', async () => {
+      for (const v of initializeVersions) {
         const msg =
           transport === 'http'
             ? (await rawInitialize(bridge, v)).msg
@@ -81,11 +91,18 @@ for (const transport of ['stdio', 'http']) {
         assert.ok(msg.result.capabilities?.tools, `initialize ${v}: no tools capability`);
         assert.ok(msg.result.serverInfo?.name, `initialize ${v}: no serverInfo`);
       }
+      // The stateless revision has no initialize: asked there, the bridge
+      // answers the newest revision that has one.
+      const msg =
+        transport === 'http'
+          ? (await rawInitialize(bridge, modernVersion)).msg
+          : await rawStdioInitialize(procs, modernVersion);
+      assert.equal(msg?.result?.protocolVersion, initializeVersions[0]);
     });
 
-    if (transport === 'http') {
+    if (transport === 'http' && firstFlavor) {
       it('refuses a wrong bearer token with 401', async () => {
-        const { status } = await rawInitialize(bridge, protocolVersions[0], { token: 'not-the-token' });
+        const { status } = await rawInitialize(bridge, initializeVersions[0], { token: 'not-the-token' });
         assert.equal(status, 401);
         await assert.rejects(connectHTTP(bridge, { token: 'not-the-token' }));
       });
@@ -253,6 +270,25 @@ for (const transport of ['stdio', 'http']) {
 
       it('spacesd_not_available: a web server that is not spacesd', async () => {
         await addThenUse('notspacesd', await plainHTTPServer(procs), 'some-token', 'spacesd_not_available');
+      });
+
+      // From 2025-11-25 on, arguments that do not fit a tool are a tool error
+      // the model reads (SEP-1303); before, a JSON-RPC -32602. The 1.x SDK
+      // asks for 2025-11-25.
+      const version = flavor.version ?? '2025-11-25';
+      it(`invalid arguments: ${version >= '2025-11-25' ? 'a tool error of kind invalid_argument' : 'JSON-RPC -32602'}`, async () => {
+        const pending = call('space_bash', { space: 'dev', command: 42 });
+        if (version >= '2025-11-25') {
+          const r = await pending;
+          expectKind(r, 'invalid_argument');
+          assert.match(r.structuredContent.error.message, /command/);
+        } else {
+          await assert.rejects(pending, (e) => e.code === -32602 && /command/.test(e.message));
+        }
+      });
+
+      it('an unknown tool: JSON-RPC -32601, as the transport document says', async () => {
+        await assert.rejects(call('no_such_tool', {}), (e) => e.code === -32601);
       });
 
       it('not_found: an unknown Space', async () => {

@@ -17,6 +17,8 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client as Client2, StreamableHTTPClientTransport as StreamableHTTPClientTransport2 } from '@modelcontextprotocol/client';
+import { StdioClientTransport as StdioClientTransport2 } from '@modelcontextprotocol/client/stdio';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const spacesdBin = process.env.CUA_SPACESD_BIN || path.join(repoRoot, 'bin', 'cua-spacesd');
@@ -28,8 +30,19 @@ const startupTimeoutMs = 20_000;
 // How long a child gets between SIGTERM and SIGKILL at cleanup.
 const stopGraceMs = 5_000;
 
-// The three MCP protocol versions the bridge must answer with.
-export const protocolVersions = ['2025-06-18', '2025-03-26', '2024-11-05'];
+// Every MCP revision the bridge speaks, newest first. The first is the
+// stateless one (no initialize); the others an initialize may ask for.
+export const protocolVersions = ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
+export const modernVersion = '2026-07-28';
+export const initializeVersions = protocolVersions.filter((v) => v < modernVersion);
+
+// The clients the suite runs with: the 1.x SDK most hosts ship today, as it
+// comes (it asks for 2025-11-25), and the 2.x client pinned to each revision
+// (2.x negotiates 2026-07-28 through server/discover when pinned to it).
+export const clientFlavors = [
+  { name: 'SDK 1.32.2' },
+  ...protocolVersions.map((version) => ({ name: `client 2.4.0 pinned to ${version}`, version })),
+];
 
 export const clientInfo = { name: 'cua-bridge-node-tests', version: '1.0.0' };
 
@@ -198,21 +211,44 @@ export async function startBridgeHTTP(procs, { home } = {}) {
   return { origin, url: `${origin}/mcp`, token, tokenFile, home, port, child };
 }
 
-/** connectHTTP connects the SDK client to a bridge over streamable HTTP. */
-export async function connectHTTP(bridge, { token = bridge.token } = {}) {
-  const client = new Client(clientInfo, { capabilities: {} });
-  const transport = new StreamableHTTPClientTransport(new URL(bridge.url), {
+/**
+ * newClient makes the client of a flavor (see clientFlavors). Its call(name,
+ * args, opts) calls a tool the same way on both SDKs (their callTool
+ * signatures differ), and negotiated() says the revision it speaks.
+ */
+function newClient(version) {
+  if (version === undefined) {
+    const client = new Client(clientInfo, { capabilities: {} });
+    client.call = (name, args, opts) => client.callTool({ name, arguments: args }, undefined, opts);
+    client.negotiated = () => client.transport?.protocolVersion;
+    return { client, Stdio: StdioClientTransport, HTTP: StreamableHTTPClientTransport };
+  }
+  const options =
+    version >= modernVersion
+      ? { versionNegotiation: { mode: { pin: version } } }
+      : { supportedProtocolVersions: [version] };
+  const client = new Client2(clientInfo, options);
+  client.call = (name, args, opts) => client.callTool({ name, arguments: args }, opts);
+  client.negotiated = () => client.getNegotiatedProtocolVersion();
+  return { client, Stdio: StdioClientTransport2, HTTP: StreamableHTTPClientTransport2 };
+}
+
+/** connectHTTP connects a client to a bridge over streamable HTTP. */
+export async function connectHTTP(bridge, { token = bridge.token, version } = {}) {
+  const { client, HTTP } = newClient(version);
+  const transport = new HTTP(new URL(bridge.url), {
     requestInit: { headers: { Authorization: `Bearer ${token}` } },
   });
   await client.connect(transport);
   return client;
 }
 
-/** connectStdio starts `cua-bridge mcp` as the SDK's stdio child. */
-export async function connectStdio(procs, { home } = {}) {
+/** connectStdio starts `cua-bridge mcp` as the client's stdio child. */
+export async function connectStdio(procs, { home, version } = {}) {
   requireBinaries();
   home ??= path.join(procs.dir('bridge-stdio'), 'home');
-  const transport = new StdioClientTransport({
+  const { client, Stdio } = newClient(version);
+  const transport = new Stdio({
     command: bridgeBin,
     args: ['mcp', '--root', procs.root()],
     env: childEnv({ CUA_HOME: home }),
@@ -222,7 +258,6 @@ export async function connectStdio(procs, { home } = {}) {
   transport.stderr?.on('data', (d) => {
     stderr = (stderr + d.toString()).slice(-16_384);
   });
-  const client = new Client(clientInfo, { capabilities: {} });
   await client.connect(transport);
   client.bridgeStderr = () => stderr;
   client.home = home;
