@@ -71,6 +71,7 @@ func serve(args []string, stderr io.Writer) int {
 	xvfb := fs.Bool("xvfb", false, "without a display, start a private Xvfb + openbox for the desktop features")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	stateDir := fs.String("state-dir", filesvc.DefaultStateDir(), "where unfinished uploads and temp files are recorded, to survive a restart (\"\" = nowhere)")
+	media := mediaFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -107,7 +108,7 @@ func serve(args []string, stderr io.Writer) int {
 		log.Info("started a virtual display", "display", *display)
 	}
 	srv, err := daemon.New(daemon.Options{Version: version, Auth: auth, Logger: log, Display: *display,
-		Files: filesvc.Options{StateDir: *stateDir}})
+		Files: filesvc.Options{StateDir: *stateDir}, Stream: media.options(addr)})
 	if err != nil {
 		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
 		return 1
