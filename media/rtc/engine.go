@@ -195,7 +195,7 @@ func (e *Engine) reserve(target Target, fps int) (*pipeline, error) {
 		p.maxFPS.Store(int64(fps))
 	}
 	p.mu.Lock()
-	p.viewers[nil] = struct{}{} // the reservation, replaced by the viewer
+	p.joining++ // a viewer on its way in: the pipeline must not stop under it
 	p.mu.Unlock()
 	e.viewers++
 	return p, nil
@@ -206,9 +206,14 @@ func (e *Engine) reserve(target Target, fps int) (*pipeline, error) {
 func (e *Engine) leave(p *pipeline, v *Viewer) {
 	e.mu.Lock()
 	p.mu.Lock()
-	_, was := p.viewers[v]
-	delete(p.viewers, v)
-	empty := len(p.viewers) == 0
+	was := v == nil
+	if v == nil {
+		p.joining--
+	} else {
+		_, was = p.viewers[v]
+		delete(p.viewers, v)
+	}
+	empty := len(p.viewers) == 0 && p.joining == 0
 	p.mu.Unlock()
 	if was {
 		e.viewers--
@@ -245,9 +250,7 @@ func (e *Engine) ended(p *pipeline, err error) {
 	p.mu.Lock()
 	vs := make([]*Viewer, 0, len(p.viewers))
 	for v := range p.viewers {
-		if v != nil {
-			vs = append(vs, v)
-		}
+		vs = append(vs, v)
 	}
 	p.mu.Unlock()
 	for _, v := range vs {
@@ -288,9 +291,7 @@ func (e *Engine) Close() {
 	for _, p := range e.pipelines {
 		p.mu.Lock()
 		for v := range p.viewers {
-			if v != nil {
-				vs = append(vs, v)
-			}
+			vs = append(vs, v)
 		}
 		p.mu.Unlock()
 	}

@@ -47,7 +47,7 @@ const (
 	// many viewers, or a viewer that asks in a loop, cannot turn the
 	// stream into keyframes only. A request inside the interval is served
 	// at its end, never dropped.
-	MinKeyframeInterval = 200 * time.Millisecond
+	MinKeyframeInterval = 100 * time.Millisecond
 	// captureRetry is the pause after a failed capture; maxCaptureErrors
 	// in a row end the stream.
 	captureRetry     = 200 * time.Millisecond
@@ -98,6 +98,7 @@ type pipeline struct {
 
 	mu      sync.Mutex
 	viewers map[*Viewer]struct{}
+	joining int // viewers reserved by Join, not yet connected
 	stats   Stats
 	size    image.Point
 }

@@ -126,7 +126,7 @@ func newViewer(ctx context.Context, e *Engine, p *pipeline, offer string, o View
 	}
 	// Counted in place of the reservation made by Join.
 	p.mu.Lock()
-	delete(p.viewers, nil)
+	p.joining--
 	p.viewers[v] = struct{}{}
 	p.mu.Unlock()
 	go v.readRTCP(tr.Sender())

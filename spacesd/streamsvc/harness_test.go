@@ -3,14 +3,12 @@ package streamsvc_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"image"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	xvp8 "golang.org/x/image/vp8"
 
@@ -21,7 +19,6 @@ import (
 	"github.com/trycua/cua-spacesd/media/vp8"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
-	"github.com/trycua/cua-spacesd/spacesd/streamsvc"
 )
 
 // frameTimeout bounds the wait for a frame the test caused: a liveness
@@ -169,6 +166,4 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	desktoptest.Eventually(t, what, cond)
 }
 
-var _ = streamsvc.MetricStreams
-var _ = context.Background
-var _ = time.Second
+func clientWith(url, bearer string) (*client.Client, error) { return client.New(url, bearer) }

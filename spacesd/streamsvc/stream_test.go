@@ -3,9 +3,14 @@ package streamsvc_test
 import (
 	"net/http"
 	"testing"
+	"time"
+
+	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/randr"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
+	"github.com/trycua/cua-spacesd/media/rtc"
 	"github.com/trycua/cua-spacesd/media/rtc/rtctest"
 	"github.com/trycua/cua-spacesd/spacesd/streamsvc"
 )
@@ -75,5 +80,128 @@ func TestScreenStream(t *testing.T) {
 	eventually(t, "the stream stopped", func() bool { return e.metric(t, streamsvc.MetricStreams) == 0 })
 	if st, _ := rtctest.Delete(t.Context(), e.d.URL, loc, tk.Ticket); st != http.StatusNotFound {
 		t.Fatalf("second DELETE: %d, want 404", st)
+	}
+}
+
+// TestWindowStreamCovered: a window's stream shows its own content while
+// another window covers it (Composite), in the window's own coordinates.
+func TestWindowStreamCovered(t *testing.T) {
+	e := start(t, "640x480")
+	_, win := e.showWindow(t)
+	cover := desktoptest.NewXClient(t, e.display, desktoptest.RandomWord(t), 300, 300, []desktoptest.Fill{{X: 0, Y: 0, W: 300, H: 300, RGB: 0x7f007f}})
+	x, y := win.Bounds.X, win.Bounds.Y
+	eventually(t, "the covering window shown over the first", func() bool {
+		if _, err := e.d.Client.SetWindowGeometry(t.Context(), uint32(cover.Win), api.GeometryRequest{X: &x, Y: &y}); err != nil {
+			return false
+		}
+		ws, err := e.d.Client.Windows(t.Context(), "")
+		if err != nil {
+			return false
+		}
+		for _, w := range ws {
+			if w.WindowID == uint32(cover.Win) && w.OnScreen {
+				return w.Bounds.X <= win.Bounds.X+150 && w.Bounds.Y <= win.Bounds.Y+150 &&
+					w.Bounds.X+w.Bounds.Width >= win.Bounds.X+150 && w.Bounds.Y+w.Bounds.Height >= win.Bounds.Y+150
+			}
+		}
+		return false
+	})
+	tk := e.ticket(t, api.TicketRequest{WindowID: win.WindowID})
+	if tk.FrameSize != (api.Size{Width: 200, Height: 200}) {
+		t.Fatalf("window ticket frame size %+v", tk.FrameSize)
+	}
+	r, _ := e.view(t, tk.OfferPath, tk.Ticket, rtctest.Options{})
+	key := r.NextFrame(t, true, frameTimeout)
+	if key.Width != 200 || key.Height != 200 {
+		t.Fatalf("window keyframe %dx%d", key.Width, key.Height)
+	}
+	checkQuarters(t, "covered window's keyframe", key, 0, 0)
+}
+
+// TestPLIBringsKeyframe: a PLI is answered with a keyframe promptly. The
+// bound here is a liveness bound for a loaded CI machine; the time it
+// takes is measured by make bench (BenchmarkStream*: pli_to_key_ms).
+func TestPLIBringsKeyframe(t *testing.T) {
+	e := start(t, "640x480")
+	r, _ := e.view(t, api.PathStreamScreen, e.d.Token, rtctest.Options{})
+	r.NextFrame(t, true, frameTimeout)
+	for range 3 {
+		// An idle screen sends only keep-alives: nothing but the PLI can
+		// bring a keyframe here.
+		time.Sleep(2 * rtc.MinKeyframeInterval) // outside the rate limit: the PLI alone decides
+		if err := r.SendPLI(); err != nil {
+			t.Fatal(err)
+		}
+		sent := time.Now()
+		f := r.NextFrame(t, true, frameTimeout)
+		t.Logf("PLI to keyframe: %v", f.Arrived.Sub(sent))
+	}
+}
+
+// TestTwoViewersResizeAndStop: two viewers share one stream; a screen
+// resized with RandR keeps frames coming to both, at the new size; once
+// both left, the stream stops and nothing more is captured however much
+// the screen changes.
+func TestTwoViewersResizeAndStop(t *testing.T) {
+	e := start(t, "800x600") // Xvfb's screen cannot grow past its start size
+	xc, _ := e.showWindow(t)
+	a, locA := e.view(t, api.PathStreamScreen, e.d.Token, rtctest.Options{})
+	b, _ := e.view(t, api.PathStreamScreen, e.d.Token, rtctest.Options{NoCandidates: true})
+	for _, r := range []*rtctest.Receiver{a, b} {
+		if f := r.NextFrame(t, true, frameTimeout); f.Width != 800 {
+			t.Fatalf("keyframe %dx%d", f.Width, f.Height)
+		}
+	}
+	if got := e.metric(t, streamsvc.MetricStreams); got != 1 {
+		t.Fatalf("two viewers of the screen run %d pipelines, want 1", got)
+	}
+	c, err := xgb.NewConnDisplay(e.display)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	if err := randr.Init(c); err != nil {
+		t.Fatal(err)
+	}
+	desktoptest.ResizeScreen(t, c, 640, 480)
+	for _, r := range []*rtctest.Receiver{a, b} {
+		deadline := time.Now().Add(frameTimeout)
+		for {
+			f := r.NextFrame(t, true, frameTimeout)
+			if f.Width == 640 && f.Height == 480 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no 640x480 keyframe after the resize (last %dx%d)", f.Width, f.Height)
+			}
+		}
+	}
+	xc.Fill(desktoptest.Fill{X: 1, Y: 1, W: 9, H: 9, RGB: 0x445566})
+	a.NextFrame(t, false, frameTimeout)
+	b.NextFrame(t, false, frameTimeout)
+
+	if st, err := rtctest.Delete(t.Context(), e.d.URL, locA, e.d.Token); err != nil || st != http.StatusNoContent {
+		t.Fatalf("DELETE: %d, %v", st, err)
+	}
+	if err := b.PC.Close(); err != nil { // the other leaves by closing its connection
+		t.Fatal(err)
+	}
+	eventually(t, "the stream stopped", func() bool {
+		return e.metric(t, streamsvc.MetricStreams) == 0 && e.metric(t, streamsvc.MetricViewers) == 0
+	})
+	before := e.metric(t, streamsvc.MetricCaptures)
+	for i := range 10 {
+		xc.Fill(desktoptest.Fill{X: 10 * i, Y: 50, W: 8, H: 8, RGB: uint32(0x101010 * (i + 1))})
+	}
+	// One round trip to the daemon after the fills: a capture of them
+	// would have been counted by the time the metric is read... twice.
+	if _, err := e.d.Client.Windows(t.Context(), ""); err != nil {
+		t.Fatal(err)
+	}
+	// A capture loop still running would wake for those fills at once, and
+	// within KeepAliveInterval in any case.
+	time.Sleep(rtc.KeepAliveInterval + rtc.KeepAliveInterval/2)
+	if after := e.metric(t, streamsvc.MetricCaptures); after != before {
+		t.Fatalf("%d captures after the last viewer left", after-before)
 	}
 }
