@@ -250,3 +250,20 @@ func decodeMessage(b []byte, v any) error {
 	}
 	return nil
 }
+
+// StreamEndpoint is what a viewer needs to watch a stream: the page to
+// open, or the WHEP URL to offer to with the ticket as its bearer (the
+// answer of the bridge's stream_endpoint tool and of cua-bridge view).
+type StreamEndpoint struct {
+	// ViewerURL opens the built-in viewer page (issue 8) with the ticket
+	// in the URL's fragment, which no server or proxy logs.
+	ViewerURL string `json:"viewer_url"`
+	// OfferURL is the absolute WHEP URL of the target.
+	OfferURL        string    `json:"offer_url"`
+	Ticket          string    `json:"ticket"`
+	TicketExpiresAt time.Time `json:"ticket_expires_at"`
+	Codec           string    `json:"codec"`
+	FrameSize       Size      `json:"frame_size"`
+	WindowID        uint32    `json:"window_id,omitempty"`
+	ViewOnly        bool      `json:"view_only"`
+}

@@ -166,6 +166,7 @@ func All() []*Tool {
 		listSpaceWindowsTool(), focusSpaceWindowTool(), launchAppTool(), spaceScreenshotTool(),
 		spaceClickTool(), spaceMoveMouseTool(), spaceDragTool(), spaceScrollTool(),
 		spaceTypeTool(), spacePressKeyTool(),
+		streamEndpointTool(), streamSpaceWindowTool(),
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
 	return ts
