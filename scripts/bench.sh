@@ -41,3 +41,9 @@ bench ./capabilities/desktop 'InputLatency' 1s
 
 section "1920x1080 JPEG encode at quality 80: media/jpegenc (parallel bands, from RGBA and BGRX) vs image/jpeg on the same frame"
 bench ./media/jpegenc 'Encode1080p' 1s
+
+section "desktop stream (bin/cua-spacesd, Xvfb, a pion viewer decoding every frame) at 1280x720 and 1920x1080, each figure beside its DESIGN §5 target; the CPU comparison (ffmpeg x11grab + libvpx on the same scrolling xterm) measured in the same run"
+$GO test -run '^$' -bench 'Stream1280x720|Stream1920x1080' -benchtime 1x -count 1 ./spacesd/streamsvc 2>&1 \
+	| grep -E '^(stream |Benchmark|---|FAIL|panic)' || true
+bench ./media/vp8 'Encode' 30x
+bench ./media/yuv 'Convert1080p' 1s

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/pion/ice/v4"
 	"github.com/pion/interceptor"
@@ -47,6 +48,8 @@ type Config struct {
 	// announced instead of the host's own.
 	NAT1To1IPs []string
 	Logger     *slog.Logger
+	// OnEncoded, when set, is told of every frame sent (for metrics).
+	OnEncoded func(key bool, bytes int, took time.Duration)
 }
 
 // Engine holds the pipelines of the targets being watched and the settings
@@ -182,6 +185,7 @@ func (e *Engine) reserve(target Target, fps int) (*pipeline, error) {
 			return nil, err
 		}
 		p, err = newPipeline(target.Key, src, fps, e.log, e.ended)
+		p.onEncoded = e.cfg.OnEncoded
 		if err != nil {
 			src.Close()
 			return nil, err

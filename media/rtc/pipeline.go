@@ -78,6 +78,8 @@ type pipeline struct {
 	src    Source
 	track  *webrtc.TrackLocalStaticSample
 	onEnd  func(*pipeline, error) // the engine forgets it
+	// onEncoded is told of every frame sent (nil: nobody asks).
+	onEncoded func(key bool, bytes int, took time.Duration)
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -167,6 +169,7 @@ func (p *pipeline) capture() error {
 			}
 		}
 		ctx, cancel := context.WithTimeout(p.ctx, KeepAliveInterval)
+		began := time.Now() // the pace counts from here: reading is part of a frame's time
 		f, err := p.src.Next(ctx)
 		cancel()
 		if p.ctx.Err() != nil {
@@ -193,7 +196,7 @@ func (p *pipeline) capture() error {
 			continue
 		}
 		errorsInRow = 0
-		last = time.Now()
+		last = began
 		if err := p.put(f); err != nil {
 			return err
 		}
@@ -310,6 +313,9 @@ func (p *pipeline) encode() {
 		}
 		if err := p.track.WriteSample(media.Sample{Data: out.Data, Duration: dur}); err != nil && !errors.Is(err, context.Canceled) {
 			p.log.Debug("stream write", "stream", p.key, "err", err)
+		}
+		if p.onEncoded != nil {
+			p.onEncoded(out.Key, len(out.Data), out.Took)
 		}
 		p.mu.Lock()
 		p.stats.Encoded++

@@ -137,7 +137,6 @@ import "C"
 import (
 	"fmt"
 	"image"
-	"runtime"
 	"time"
 	"unsafe"
 
@@ -167,10 +166,7 @@ func NewEncoder(o Options) (*Encoder, error) {
 		return nil, fmt.Errorf("vp8: size %dx%d is out of range 1-%d", o.Width, o.Height, MaxDimension)
 	}
 	kbps := clampBitrate(o.BitrateKbps)
-	threads := o.Threads
-	if threads <= 0 {
-		threads = min(runtime.NumCPU(), maxThreads)
-	}
+	threads := max(o.Threads, 1)
 	e := (*C.enc_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.enc_t{}))))
 	if e == nil {
 		return nil, fmt.Errorf("vp8: out of memory")

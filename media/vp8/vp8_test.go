@@ -3,6 +3,7 @@ package vp8_test
 import (
 	"bytes"
 	"image"
+	"math/rand/v2"
 	"os"
 	"testing"
 	"time"
@@ -189,5 +190,46 @@ func BenchmarkEncode1080p(b *testing.B) {
 		if _, err := enc.Encode(time.Duration(i)*33*time.Millisecond, 33*time.Millisecond, false); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkEncodeScrollingText720p encodes a terminal's page of text
+// scrolling by one line a frame, the motion of DESIGN §5's comparison.
+func BenchmarkEncodeScrollingText720p(b *testing.B) {
+	requireEncoder(b)
+	const w, h, line, lines = 1280, 720, 13, 100
+	enc, err := vp8.NewEncoder(vp8.Options{Width: w, Height: h})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer enc.Close()
+	// Glyph-like blocks of white dots in 6x13 cells, two of three filled.
+	rng := rand.New(rand.NewPCG(1, 2))
+	page := make([]byte, w*(h+line*lines)*4)
+	for cy := range (h + line*lines) / line {
+		for cx := range w / 6 {
+			if rng.IntN(3) == 0 {
+				continue
+			}
+			for y := 2; y < 11; y++ {
+				for x := 1; x < 5; x++ {
+					if rng.IntN(2) == 0 {
+						o := ((cy*line+y)*w + cx*6 + x) * 4
+						page[o], page[o+1], page[o+2] = 255, 255, 255
+					}
+				}
+			}
+		}
+	}
+	i := 0
+	for b.Loop() {
+		off := (i % lines) * line * w * 4
+		if err := yuv.Convert(enc.Image(), yuv.BGRX{Pix: page[off : off+w*h*4], Stride: w * 4, Width: w, Height: h}, nil); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := enc.Encode(time.Duration(i)*33*time.Millisecond, 33*time.Millisecond, i == 0); err != nil {
+			b.Fatal(err)
+		}
+		i++
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
@@ -41,6 +42,14 @@ const (
 	MetricCaptures = "cua_spacesd_stream_captures_total"
 	MetricStreams  = "cua_spacesd_streams"
 	MetricViewers  = "cua_spacesd_stream_viewers"
+	// Frames sent, keyframes among them, their bytes, and the encoder's
+	// time on them (seconds).
+	MetricFrames       = "cua_spacesd_stream_frames_total"
+	MetricKeyframes    = "cua_spacesd_stream_keyframes_total"
+	MetricFrameBytes   = "cua_spacesd_stream_frame_bytes_total"
+	MetricEncodeMicros = "cua_spacesd_stream_encode_microseconds_total"
+	// MetricKeyframeEncodeMicros is the encoder's time on keyframes alone.
+	MetricKeyframeEncodeMicros = "cua_spacesd_stream_keyframe_encode_microseconds_total"
 )
 
 // Service serves desktop_stream and window_stream.
@@ -102,7 +111,19 @@ func (s *Service) listen(o Options) error {
 			"read_bytes", rb, "write_bytes", wb, "want_bytes", rtc.SocketBufferBytes)
 	}
 	s.conns = append(s.conns, udp)
-	cfg := rtc.Config{UDP: udp, NAT1To1IPs: o.NAT1To1IPs, Logger: s.log}
+	frames, keys := s.host.Metrics.Counter(MetricFrames), s.host.Metrics.Counter(MetricKeyframes)
+	bytes, encode := s.host.Metrics.Counter(MetricFrameBytes), s.host.Metrics.Counter(MetricEncodeMicros)
+	keyEncode := s.host.Metrics.Counter(MetricKeyframeEncodeMicros)
+	cfg := rtc.Config{UDP: udp, NAT1To1IPs: o.NAT1To1IPs, Logger: s.log,
+		OnEncoded: func(key bool, n int, took time.Duration) {
+			frames.Add(1)
+			if key {
+				keys.Add(1)
+				keyEncode.Add(took.Microseconds())
+			}
+			bytes.Add(int64(n))
+			encode.Add(took.Microseconds())
+		}}
 	if o.ICETCPAddr != "" {
 		ln, err := net.Listen("tcp4", o.ICETCPAddr)
 		if err != nil {
