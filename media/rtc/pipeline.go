@@ -52,6 +52,8 @@ const (
 	// in a row end the stream.
 	captureRetry     = 200 * time.Millisecond
 	maxCaptureErrors = 25
+	// hiddenRetry is how often a minimized window is looked for again.
+	hiddenRetry = 250 * time.Millisecond
 )
 
 // Stats are a pipeline's counters, for the benchmarks and metrics.
@@ -73,16 +75,16 @@ type Stats struct {
 // every viewer of the target: capture → I420 (changed rows) → VP8 → the
 // one track every viewer's peer connection sends.
 type pipeline struct {
-	key    string
-	log    *slog.Logger
-	src    Source
-	track  *webrtc.TrackLocalStaticSample
-	onEnd  func(*pipeline, error) // the engine forgets it
+	key   string
+	log   *slog.Logger
+	src   Source
+	track *webrtc.TrackLocalStaticSample
+	onEnd func(*pipeline, error) // the engine forgets it
 	// onEncoded is told of every frame sent (nil: nobody asks).
 	onEncoded func(key bool, bytes int, took time.Duration)
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{}
+	ctx       context.Context
+	cancel    context.CancelFunc
+	done      chan struct{}
 
 	// stage is the latest captured image in I420, dirty what changed since
 	// the encoder last took it. Guarded by stageMu: the capture goroutine
@@ -121,7 +123,10 @@ func newPipeline(key string, src Source, fps int, log *slog.Logger, onEnd func(*
 func (p *pipeline) start() {
 	var wg sync.WaitGroup
 	var capErr error
-	wg.Go(func() { capErr = p.capture() })
+	wg.Go(func() {
+		capErr = p.capture()
+		p.cancel() // the encoder ends with the capture
+	})
 	wg.Go(p.encode)
 	go func() {
 		wg.Wait()
@@ -156,7 +161,7 @@ func (p *pipeline) requestKeyframe() {
 // capture reads the source's frames, at most maxFPS a second, into the
 // stage. It answers the error that ended the stream (nil when stopped).
 func (p *pipeline) capture() error {
-	var last time.Time
+	var last, lastPoke time.Time
 	errorsInRow := 0
 	for {
 		if fps := p.maxFPS.Load(); fps > 0 && !last.IsZero() {
@@ -180,8 +185,26 @@ func (p *pipeline) capture() error {
 				p.poke() // nothing changed for a second: the keep-alive frame
 				continue
 			}
-			if api.KindOf(err) == api.KindNotFound || api.KindOf(err) == api.KindCancelled {
+			switch api.KindOf(err) {
+			case api.KindCancelled:
 				return err
+			case api.KindNotFound:
+				return err // the window went
+			case api.KindInvalidArgument:
+				// The window is minimized (or off the screen): waited for
+				// as long as it takes, the viewers getting keep-alives of
+				// the last image meanwhile; its first frame when it is
+				// back is whole.
+				if time.Since(lastPoke) >= KeepAliveInterval {
+					p.poke()
+					lastPoke = time.Now()
+				}
+				select {
+				case <-p.ctx.Done():
+					return nil
+				case <-time.After(hiddenRetry):
+				}
+				continue
 			}
 			errorsInRow++
 			p.log.Warn("stream capture failed", "stream", p.key, "err", err, "in_a_row", errorsInRow)

@@ -2,11 +2,15 @@ package streamsvc_test
 
 import (
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/randr"
+	"github.com/jezek/xgb/xproto"
+	"github.com/pion/webrtc/v4"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
@@ -203,5 +207,65 @@ func TestTwoViewersResizeAndStop(t *testing.T) {
 	time.Sleep(rtc.KeepAliveInterval + rtc.KeepAliveInterval/2)
 	if after := e.metric(t, streamsvc.MetricCaptures); after != before {
 		t.Fatalf("%d captures after the last viewer left", after-before)
+	}
+}
+
+// TestWindowStreamOfAMinimizedWindow: a viewer may join the stream of a
+// minimized window, which waits for it (past the run of failed captures
+// that ends a stream) and shows it once restored; a window that goes
+// ends its stream.
+func TestWindowStreamOfAMinimizedWindow(t *testing.T) {
+	e := start(t, "640x480")
+	xc, win := e.showWindow(t)
+	shown := func(want bool) func() bool {
+		return func() bool {
+			w, err := e.d.Client.Windows(t.Context(), "")
+			if err != nil {
+				return false
+			}
+			for _, x := range w {
+				if x.WindowID == win.WindowID {
+					return x.OnScreen == want
+				}
+			}
+			return false
+		}
+	}
+	iconify(t, xc)
+	eventually(t, "the window minimized", shown(false))
+	r, _ := e.view(t, strings.Replace(api.PathStreamWindow, "{id}", strconv.FormatUint(uint64(win.WindowID), 10), 1), e.d.Token, rtctest.Options{})
+	// Longer than the run of failed captures that ends a stream (25 x
+	// 200 ms): a minimized window is waited for, not an error.
+	time.Sleep(6 * time.Second)
+	if _, err := e.d.Client.ActivateWindow(t.Context(), win.WindowID); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the window restored", shown(true))
+	f := r.NextFrame(t, true, frameTimeout)
+	checkQuarters(t, "the restored window's keyframe", f, 0, 0)
+	if s := r.PC.ConnectionState(); s != webrtc.PeerConnectionStateConnected {
+		t.Fatalf("the stream of a restored window: connection %s", s)
+	}
+	xc.C.Close() // the window goes with its client
+	eventually(t, "the stream of a window that went ended", func() bool {
+		return e.metric(t, streamsvc.MetricStreams) == 0
+	})
+}
+
+// iconify asks the window manager to minimize a window (ICCCM
+// WM_CHANGE_STATE to IconicState), as a minimize button does.
+func iconify(t *testing.T, xc *desktoptest.XClient) {
+	t.Helper()
+	a, err := xproto.InternAtom(xc.C, false, uint16(len("WM_CHANGE_STATE")), "WM_CHANGE_STATE").Reply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const iconicState = 3
+	root := xproto.Setup(xc.C).DefaultScreen(xc.C).Root
+	ev := xproto.ClientMessageEvent{Format: 32, Window: xc.Win, Type: a.Atom,
+		Data: xproto.ClientMessageDataUnionData32New([]uint32{iconicState, 0, 0, 0, 0})}
+	mask := uint32(xproto.EventMaskSubstructureRedirect | xproto.EventMaskSubstructureNotify)
+	if err := xproto.SendEventChecked(xc.C, false, root, mask, string(ev.Bytes())).Check(); err != nil {
+		t.Fatal(err)
 	}
 }
