@@ -120,6 +120,16 @@ func TestWindowStreamCovered(t *testing.T) {
 		t.Fatalf("window keyframe %dx%d", key.Width, key.Height)
 	}
 	checkQuarters(t, "covered window's keyframe", key, 0, 0)
+
+	// A window resized keeps its stream, at its new size.
+	width, height := 160, 120
+	if _, err := e.d.Client.SetWindowGeometry(t.Context(), win.WindowID, api.GeometryRequest{Width: &width, Height: &height}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a keyframe of the resized window", func() bool {
+		f := r.NextFrame(t, true, frameTimeout)
+		return f.Width == width && f.Height == height
+	})
 }
 
 // TestPLIBringsKeyframe: a PLI is answered with a keyframe promptly. The
