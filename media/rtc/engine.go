@@ -74,16 +74,17 @@ func NewEngine(cfg Config) (*Engine, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	var se webrtc.SettingEngine
+	se.LoggerFactory = pionLogs{log: cfg.Logger}
 	// No mDNS: a guest must not announce itself on the LAN, and the
 	// viewer's own mDNS names (Chromium hides its addresses behind them)
 	// resolve to nothing here; a viewer that sends none still connects
 	// through the daemon's candidates (peer-reflexive on our side).
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
 	se.SetIncludeLoopbackCandidate(true)
-	se.SetICEUDPMux(webrtc.NewICEUDPMux(nil, cfg.UDP))
+	se.SetICEUDPMux(webrtc.NewICEUDPMux(se.LoggerFactory.NewLogger("udpmux"), cfg.UDP))
 	types := []webrtc.NetworkType{webrtc.NetworkTypeUDP4}
 	if cfg.TCP != nil {
-		se.SetICETCPMux(webrtc.NewICETCPMux(nil, cfg.TCP, 8))
+		se.SetICETCPMux(webrtc.NewICETCPMux(se.LoggerFactory.NewLogger("tcpmux"), cfg.TCP, 8))
 		types = append(types, webrtc.NetworkTypeTCP4)
 	}
 	se.SetNetworkTypes(types)

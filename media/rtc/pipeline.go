@@ -298,11 +298,15 @@ func (p *pipeline) encode() {
 			}
 			p.dirty = image.Rect(0, 0, p.stage.Width, p.stage.Height)
 			key = true
-			p.resized(p.stage.Width, p.stage.Height)
 		}
 		copyRows(enc.Image(), p.stage, p.dirty)
 		p.dirty = image.Rectangle{}
 		p.stageMu.Unlock()
+		if key {
+			// Outside stageMu: telling the viewers sends on their
+			// channels, which must not hold up the capture.
+			p.resized(enc.Image().Width, enc.Image().Height)
+		}
 
 		now := time.Now()
 		if p.keyWanted.Load() {

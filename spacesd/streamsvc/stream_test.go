@@ -159,7 +159,7 @@ func TestPLIBringsKeyframe(t *testing.T) {
 func TestTwoViewersResizeAndStop(t *testing.T) {
 	e := start(t, "800x600") // Xvfb's screen cannot grow past its start size
 	xc, _ := e.showWindow(t)
-	a, locA := e.view(t, api.PathStreamScreen, e.d.Token, rtctest.Options{})
+	a, locA := e.view(t, api.PathStreamScreen, e.d.Token, rtctest.Options{Channels: []string{api.ChannelControl}})
 	b, _ := e.view(t, api.PathStreamScreen, e.d.Token, rtctest.Options{NoCandidates: true})
 	for _, r := range []*rtctest.Receiver{a, b} {
 		if f := r.NextFrame(t, true, frameTimeout); f.Width != 800 {
@@ -188,6 +188,13 @@ func TestTwoViewersResizeAndStop(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("no 640x480 keyframe after the resize (last %dx%d)", f.Width, f.Height)
 			}
+		}
+	}
+	// The control channel said so too.
+	for {
+		m := nextMessage(t, a, api.ChannelControl)
+		if m.Type == api.ControlSize && m.Width == 640 && m.Height == 480 {
+			break
 		}
 	}
 	xc.Fill(desktoptest.Fill{X: 1, Y: 1, W: 9, H: 9, RGB: 0x445566})
