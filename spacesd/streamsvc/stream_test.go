@@ -16,6 +16,7 @@ import (
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
 	"github.com/trycua/cua-spacesd/media/rtc"
 	"github.com/trycua/cua-spacesd/media/rtc/rtctest"
+	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 	"github.com/trycua/cua-spacesd/spacesd/streamsvc"
 )
 
@@ -285,4 +286,41 @@ func iconify(t *testing.T, xc *desktoptest.XClient) {
 	if err := xproto.SendEventChecked(xc.C, false, root, mask, string(ev.Bytes())).Check(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestMediaOptions: behind a 1:1 NAT the answer announces the public
+// address instead of the host's (and a viewer connects to it), and
+// ICE-TCP adds passive TCP candidates.
+func TestMediaOptions(t *testing.T) {
+	requireEncoder(t)
+	display := desktoptest.Start(t, desktoptest.Options{Size: "320x240", NoWindowManager: true})
+	// 127.0.0.2 stands for the public address: it is on loopback too, so
+	// a viewer here still reaches it.
+	d := spacesdtest.Start(t, spacesdtest.Options{Display: display,
+		Stream: streamsvc.Options{NAT1To1IPs: []string{"127.0.0.2"}, ICETCPAddr: "127.0.0.1:0"}})
+	r := rtctest.New(t, rtctest.Options{})
+	res, err := rtctest.Post(t.Context(), d.URL+api.PathStreamScreen, d.Token, r.Offer)
+	if err != nil || res.Status != http.StatusCreated {
+		t.Fatalf("offer: %+v, %v", res, err)
+	}
+	var udp, tcp int
+	for _, line := range strings.Split(res.Answer, "\n") {
+		if !strings.HasPrefix(line, "a=candidate:") {
+			continue
+		}
+		if !strings.Contains(line, " 127.0.0.2 ") {
+			t.Errorf("a candidate not at the NAT's address: %s", line)
+		}
+		switch {
+		case strings.Contains(strings.ToLower(line), " udp "):
+			udp++
+		case strings.Contains(strings.ToLower(line), " tcp ") && strings.Contains(line, "tcptype passive"):
+			tcp++
+		}
+	}
+	if udp == 0 || tcp == 0 {
+		t.Fatalf("answer has %d UDP and %d passive TCP candidates:\n%s", udp, tcp, res.Answer)
+	}
+	r.Accept(t, res.Answer)
+	r.NextFrame(t, true, frameTimeout)
 }
