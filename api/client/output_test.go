@@ -93,13 +93,9 @@ func TestReadOutputBounds(t *testing.T) {
 	c := d.Client
 	ctx := t.Context()
 	info := start(t, c, `printf 0123456789; printf abc >&2`)
-	var o *client.Output
-	// Wait for the end so that everything is there to read.
-	for o == nil || o.Process.State != api.StateExited {
-		var err error
-		if o, err = c.ReadOutput(ctx, info.ID, client.OutputRequest{StdoutOffset: 10, StderrOffset: 3, Wait: longWait}); err != nil {
-			t.Fatal(err)
-		}
+	// Read to the end first, so that everything is there to read again.
+	if stdout, stderr, _, _ := readAll(t, c, info.ID, client.OutputRequest{Wait: longWait}); stdout != "0123456789" || stderr != "abc" {
+		t.Fatalf("read %q and %q", stdout, stderr)
 	}
 
 	// MaxBytes counts both streams together, and says More.
