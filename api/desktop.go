@@ -6,6 +6,7 @@ const (
 	PathWindowActivate = "/v1/windows/{id}/activate"
 	PathWindowClose    = "/v1/windows/{id}/close"
 	PathWindowGeometry = "/v1/windows/{id}/geometry"
+	PathWindowState    = "/v1/windows/{id}/state"
 	PathAppsLaunch     = "/v1/apps/launch"
 	PathScreenshot     = "/v1/screenshot"
 	PathInputMove      = "/v1/input/move"
@@ -55,6 +56,28 @@ type Window struct {
 	Bounds   Rect `json:"bounds"`
 	Focused  bool `json:"focused"`
 	OnScreen bool `json:"on_screen"`
+	// State is how the window manager shows the window: one of the
+	// WindowState values ("" from a daemon that does not read it).
+	State WindowState `json:"state,omitempty"`
+}
+
+// WindowState is how the window manager shows a window.
+type WindowState string
+
+// Window states. Normal, Minimized and Maximized can be asked for (POST
+// /v1/windows/{id}/state); Fullscreen is only reported (a window puts
+// itself there), and asking for Normal leaves it too.
+const (
+	WindowNormal     WindowState = "normal"
+	WindowMinimized  WindowState = "minimized"
+	WindowMaximized  WindowState = "maximized"
+	WindowFullscreen WindowState = "fullscreen"
+)
+
+// WindowStateRequest is the body of POST /v1/windows/{id}/state.
+type WindowStateRequest struct {
+	// State is "normal" (restore), "minimized" or "maximized".
+	State WindowState `json:"state"`
 }
 
 // GeometryRequest is the body of POST /v1/windows/{id}/geometry. Unset

@@ -43,6 +43,13 @@ func (c *Client) SetWindowGeometry(ctx context.Context, id uint32, req api.Geome
 	return &w, c.JSON(ctx, http.MethodPost, windowPath(api.PathWindowGeometry, id), nil, req, &w)
 }
 
+// SetWindowState minimizes, maximizes or restores ("normal") a window and
+// answers it afterwards.
+func (c *Client) SetWindowState(ctx context.Context, id uint32, state api.WindowState) (*api.Window, error) {
+	var w api.Window
+	return &w, c.JSON(ctx, http.MethodPost, windowPath(api.PathWindowState, id), nil, api.WindowStateRequest{State: state}, &w)
+}
+
 // LaunchApp starts an application on the desktop.
 func (c *Client) LaunchApp(ctx context.Context, req api.LaunchRequest) (*api.LaunchResult, error) {
 	var res api.LaunchResult

@@ -196,7 +196,7 @@ func (x *xconn) describe(ctx context.Context, ids []xproto.Window) ([]api.Window
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	return out, x.fillStates(ctx, out) // wmstate.go
 }
 
 func (x *xconn) windows(ctx context.Context, appName string) ([]api.Window, error) {
