@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"slices"
+	"time"
 
 	"github.com/jezek/xgb/xproto"
 
@@ -121,6 +122,11 @@ func (x *xconn) fillStates(ctx context.Context, wins []api.Window) error {
 	return nil
 }
 
+// wmGeometryStill is how long a window whose state changed keeps the
+// bounds it had before the answer takes them as final (a window that
+// already filled the screen when it was maximized).
+const wmGeometryStill = 150 * time.Millisecond
+
 // SetWindowState minimizes, maximizes or restores (api.WindowNormal) a
 // window and answers it once the window manager has done so. Restoring
 // leaves minimized, maximized and fullscreen alike; maximizing a minimized
@@ -146,14 +152,34 @@ func (d *Desktop) SetWindowState(ctx context.Context, id uint32, state api.Windo
 	if err := x.requestState(ctx, cur, state); err != nil {
 		return api.Window{}, err
 	}
+	// Into maximized, or out of maximized or fullscreen, the window
+	// manager also changes the geometry, and it may do so after it sets
+	// the state: the answer waits for bounds that left the old ones (or,
+	// for a window that already had that size, stayed put a while), so
+	// that the bounds it answers are the new ones.
+	resizes := state == api.WindowMaximized ||
+		(state == api.WindowNormal && (cur.State == api.WindowMaximized || cur.State == api.WindowFullscreen))
 	var last api.Window
+	var stillSince time.Time
 	ok, err := settle(ctx, func() (bool, error) {
 		w, err := x.window(ctx, id)
 		if err != nil {
 			return false, err
 		}
+		moved := w.Bounds != last.Bounds
 		last = w
-		return w.State == state, nil
+		// The state property may change before the window is mapped or
+		// unmapped: a minimized window is off screen, the others on it.
+		if w.State != state || w.OnScreen != (state != api.WindowMinimized) {
+			return false, nil
+		}
+		if !resizes || w.Bounds != cur.Bounds {
+			return true, nil
+		}
+		if moved || stillSince.IsZero() {
+			stillSince = time.Now()
+		}
+		return time.Since(stillSince) >= wmGeometryStill, nil
 	})
 	if err != nil {
 		return api.Window{}, err
