@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -119,11 +120,11 @@ func TestTreeHoldsWhatLeavesTheProcessGroup(t *testing.T) {
 				return len(pids) >= 5 // sh, setsid's sleep, timeout, its sleep, sleep
 			})
 			for _, pid := range pids {
-				if !g.holds(pid) {
+				if !g.Holds(pid) {
 					t.Errorf("pid %d is listed but not held", pid)
 				}
 			}
-			if !g.holds(cmd.Process.Pid) {
+			if !g.Holds(cmd.Process.Pid) {
 				t.Errorf("the leader %d is not in its group", cmd.Process.Pid)
 			}
 			if err := g.Kill(); err != nil {
@@ -355,5 +356,26 @@ func TestDefaultLimitsLeaveRoom(t *testing.T) {
 	ram := parseMemTotal(readString("/proc/meminfo"))
 	if all.MemoryMax <= 0 || all.MemoryMax >= ram || group.MemoryMax > all.MemoryMax {
 		t.Errorf("memory: group %d, all %d, RAM %d", group.MemoryMax, all.MemoryMax, ram)
+	}
+}
+
+// TestPoolMakesAheadAndRemovesBehind: Take answers a group with its limits
+// in place (made ahead), and Release removes it in the background.
+func TestPoolMakesAheadAndRemovesBehind(t *testing.T) {
+	tr := openTree(t, Config{Group: Limits{PidsMax: 50}})
+	for range 2 * poolSize { // past what the pool made ahead
+		g, err := tr.Take()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readInt(t, pidsFile(t, g, "pids.max")); got != 50 {
+			t.Fatalf("pids.max of a taken group: %d", got)
+		}
+		start(t, g, "exit 0")
+		eventually(t, "the group to empty", func() bool { p, _ := g.Populated(); return !p })
+		tr.Release(g)
+		eventually(t, "the released group to be removed", func() bool {
+			return !slices.ContainsFunc(g.Dirs(), exists)
+		})
 	}
 }

@@ -27,6 +27,12 @@ func (*Tree) Info() Info { return Info{Mode: ModeOff, Note: errNotLinux.Error()}
 // New fails.
 func (*Tree) New(string) (*Group, error) { return nil, errNotLinux }
 
+// Take fails.
+func (*Tree) Take() (*Group, error) { return nil, errNotLinux }
+
+// Release does nothing.
+func (*Tree) Release(*Group) {}
+
 // Close does nothing.
 func (*Tree) Close() error { return nil }
 
@@ -41,6 +47,9 @@ func (*Group) Kill() error { return errNotLinux }
 
 // Signal fails.
 func (*Group) Signal(syscall.Signal) (int, error) { return 0, errNotLinux }
+
+// Holds is false.
+func (*Group) Holds(int) bool { return false }
 
 // Procs is empty.
 func (*Group) Procs() ([]int, error) { return nil, nil }

@@ -35,8 +35,11 @@ type Group struct {
 	t    *Tree
 	name string
 	// fd is an O_PATH descriptor of the cgroup2 directory for
-	// CLONE_INTO_CGROUP; -1 without cgroup2.
-	fd int
+	// CLONE_INTO_CGROUP; -1 without cgroup2. tasks are the v1 cgroups'
+	// tasks files, for the forking thread to enter. All are opened when
+	// the group is made (off the start's path) and closed after the start.
+	fd    int
+	tasks []*os.File
 
 	mu      sync.Mutex
 	removed bool
@@ -73,7 +76,29 @@ func (t *Tree) New(name string) (*Group, error) {
 		}
 		g.fd = fd
 	}
+	for _, h := range t.v1 {
+		f, err := os.OpenFile(filepath.Join(g.dir(h), "tasks"), os.O_WRONLY, 0)
+		if err != nil {
+			_ = g.Remove()
+			return nil, fmt.Errorf("cgroups: open %s: %w", g.dir(h), err)
+		}
+		g.tasks = append(g.tasks, f)
+	}
 	return g, nil
+}
+
+// closeFiles closes what the group holds open for its start.
+func (g *Group) closeFiles() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.fd >= 0 {
+		_ = unix.Close(g.fd)
+		g.fd = -1
+	}
+	for _, f := range g.tasks {
+		_ = f.Close()
+	}
+	g.tasks = nil
 }
 
 // group names an existing group of the tree (Close uses it for groups it
@@ -101,15 +126,14 @@ func (g *Group) Dirs() []string {
 // enters the group first and leaves it after. No child runs a single
 // instruction outside its group, so none can fork its way out of it.
 func (g *Group) Start(attr *syscall.SysProcAttr, start func() error) error {
+	if g.fd < 0 && len(g.tasks) == 0 {
+		return errors.New("cgroups: a group starts one process (its tree's leader)")
+	}
+	defer g.closeFiles() // needed for this one fork only
 	if g.fd >= 0 {
 		attr.UseCgroupFD, attr.CgroupFD = true, g.fd
-		// The descriptor is needed for this one fork only.
-		defer func() {
-			_ = unix.Close(g.fd)
-			g.fd = -1
-		}()
 	}
-	if len(g.t.v1) == 0 {
+	if len(g.tasks) == 0 {
 		return start()
 	}
 	// A goroutine of its own, locked to its thread: should the thread fail
@@ -142,10 +166,10 @@ func (g *Group) Start(attr *syscall.SysProcAttr, start func() error) error {
 
 // enter moves thread tid into the group's v1 cgroups.
 func (g *Group) enter(tid int) error {
-	s := strconv.Itoa(tid)
-	for _, h := range g.t.v1 {
-		if err := writeFile(filepath.Join(g.dir(h), "tasks"), s); err != nil {
-			return fmt.Errorf("cgroups: enter %s: %w", g.dir(h), err)
+	s := []byte(strconv.Itoa(tid))
+	for _, f := range g.tasks {
+		if _, err := f.Write(s); err != nil {
+			return fmt.Errorf("cgroups: enter %s: %w", filepath.Dir(f.Name()), err)
 		}
 	}
 	return nil
@@ -262,14 +286,14 @@ func (g *Group) signalMember(pid int, sig syscall.Signal) bool {
 			return false // gone
 		}
 		// Before Linux 5.3: the check and the kill are microseconds apart.
-		return g.holds(pid) && unix.Kill(pid, sig) == nil
+		return g.Holds(pid) && unix.Kill(pid, sig) == nil
 	}
 	defer unix.Close(fd)
-	return g.holds(pid) && unix.PidfdSendSignal(fd, sig, nil, 0) == nil
+	return g.Holds(pid) && unix.PidfdSendSignal(fd, sig, nil, 0) == nil
 }
 
-// holds reports whether process pid is in the group (or a cgroup below it).
-func (g *Group) holds(pid int) bool {
+// Holds reports whether process pid is in the group (or a cgroup below it).
+func (g *Group) Holds(pid int) bool {
 	h := g.t.primary()
 	p, ok := pathIn(parseProcCgroup(readString("/proc/"+strconv.Itoa(pid)+"/cgroup")), h.ctrl)
 	rel := g.rel(h)
@@ -325,6 +349,7 @@ func (g *Group) Populated() (bool, error) {
 
 // Remove removes the group's cgroups. It fails while processes are left.
 func (g *Group) Remove() error {
+	g.closeFiles()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.removed {
@@ -340,9 +365,5 @@ func (g *Group) Remove() error {
 		return err
 	}
 	g.removed = true
-	if g.fd >= 0 {
-		_ = unix.Close(g.fd)
-		g.fd = -1
-	}
 	return nil
 }

@@ -81,6 +81,8 @@ type Tree struct {
 	v1                    []*hier
 	pids, memory, freezer *hier
 
+	pool *pool
+
 	mu     sync.Mutex
 	closed bool
 }
@@ -93,9 +95,12 @@ func Open(cfg Config) (*Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cgroups: read mountinfo: %w", err)
 	}
-	pc, err := os.ReadFile("/proc/self/cgroup")
+	// This thread's cgroups, not the process's: /proc/self/cgroup shows the
+	// main thread's, and the main thread may be, for a moment, in a group
+	// it is starting a child into (see Group.Start). This thread is not.
+	pc, err := os.ReadFile("/proc/thread-self/cgroup")
 	if err != nil {
-		return nil, fmt.Errorf("cgroups: read /proc/self/cgroup: %w", err)
+		return nil, fmt.Errorf("cgroups: read /proc/thread-self/cgroup: %w", err)
 	}
 	defGroup, defAll := DefaultLimits()
 	t := &Tree{name: treePrefix + randomHex(6)}
@@ -166,6 +171,7 @@ func Open(cfg Config) (*Tree, error) {
 	if len(notes) > 1 || (len(notes) == 1 && v2Err == nil) {
 		t.info.Note = strings.Join(notes, "; ")
 	}
+	t.startPool()
 	return t, nil
 }
 
@@ -363,6 +369,7 @@ func (t *Tree) Close() error {
 	}
 	t.closed = true
 	t.mu.Unlock()
+	t.stopPool()
 	var groups []*Group
 	entries, _ := os.ReadDir(t.primary().dir)
 	for _, e := range entries {
