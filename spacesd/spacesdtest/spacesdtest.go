@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/trycua/cua-spacesd/api/client"
+	"github.com/trycua/cua-spacesd/capabilities/process"
 	"github.com/trycua/cua-spacesd/spacesd/daemon"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 )
@@ -34,6 +35,8 @@ type Options struct {
 	Display string
 	// Logger receives the daemon's logs; default discards them.
 	Logger *slog.Logger
+	// Process configures the process manager (limits, containment).
+	Process process.Options
 }
 
 // Token returns a fresh random token.
@@ -58,7 +61,7 @@ func Start(t testing.TB, opts Options) *Daemon {
 		}
 		auth = server.NewAuth(tok, log)
 	}
-	srv, err := daemon.New(daemon.Options{Version: "test", Auth: auth, Logger: log, Display: opts.Display})
+	srv, err := daemon.New(daemon.Options{Version: "test", Auth: auth, Logger: log, Display: opts.Display, Process: opts.Process})
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)
 	}
