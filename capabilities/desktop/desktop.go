@@ -49,12 +49,16 @@ type Options struct {
 	// Display is the X display (":0"); "" means none.
 	Display string
 	Logger  *slog.Logger
+	// Launcher starts the apps of LaunchApp; nil starts them in process
+	// groups of their own, outside any process manager.
+	Launcher Launcher
 }
 
 // Desktop is the desktop of one X display. It is safe for concurrent use.
 type Desktop struct {
-	display string
-	log     *slog.Logger
+	display  string
+	log      *slog.Logger
+	launcher Launcher
 
 	// mu guards x, lastErr, lastAt. It is held across a dial, so it is a
 	// semaphore: a caller behind a dial to a hung display gives up with
@@ -78,7 +82,10 @@ func New(opts Options) *Desktop {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Desktop{display: opts.Display, log: opts.Logger, input: newSemaphore(), mu: newSemaphore()}
+	if opts.Launcher == nil {
+		opts.Launcher = groupLauncher{}
+	}
+	return &Desktop{display: opts.Display, log: opts.Logger, launcher: opts.Launcher, input: newSemaphore(), mu: newSemaphore()}
 }
 
 // Display is the display this Desktop uses.
