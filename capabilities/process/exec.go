@@ -91,6 +91,7 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResul
 		m.release()
 		return nil, startError(&req.Command, cmd.Args, cmd.Env, err)
 	}
+	m.started(cmd.Process.Pid)
 	startedAt := m.opts.Clock.Now()
 	m.trackExec(grp, true)
 	defer m.trackExec(grp, false)

@@ -139,6 +139,8 @@ type Manager struct {
 	log     *slog.Logger
 	env     []string // children's base environment (BaseEnv, DISPLAY)
 	contain containment
+	// resetOOM says children must not inherit the daemon's negative OOM bias.
+	resetOOM bool
 
 	// ctx ends at Close: running Execs and detached processes are killed.
 	ctx    context.Context
@@ -184,6 +186,7 @@ func NewManager(opts Options) *Manager {
 		log:         opts.Logger,
 		env:         env,
 		contain:     contain,
+		resetOOM:    protectedFromOOM(),
 		ctx:         ctx,
 		cancel:      cancel,
 		procs:       map[string]*Process{},
@@ -389,6 +392,13 @@ func waitEmpty(trees []group, wait time.Duration) {
 		for !g.empty() && time.Now().Before(deadline) {
 			time.Sleep(emptyPoll)
 		}
+	}
+}
+
+// started is called with the leader's pid of every process that started.
+func (m *Manager) started(pid int) {
+	if m.resetOOM {
+		unprotectOOM(pid)
 	}
 }
 

@@ -50,6 +50,7 @@ func (m *Manager) Start(req api.StartRequest) (*Process, error) {
 		return nil, startError(&req.Command, cmd.Args, cmd.Env, err)
 	}
 	p.pid = cmd.Process.Pid
+	m.started(p.pid)
 	p.leader = procgroup.New(p.pid)
 	p.grp.lead(p.leader)
 	p.startedAt = m.opts.Clock.Now()

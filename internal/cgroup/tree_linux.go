@@ -250,23 +250,42 @@ func enableControllers(dir string, ctrls []string) error {
 	return nil
 }
 
-// moveSelfInto moves the daemon from base into leaf, unless other
-// processes share base: moving them is not the daemon's business, and
-// without them all base could not hand controllers down anyway.
+// moveSelfInto moves the daemon (and the children it started before, such
+// as its own Xvfb) from base into leaf, unless other processes share base:
+// moving them is not the daemon's business, and with them in it base could
+// not hand controllers down anyway.
 func moveSelfInto(base, leaf string) error {
 	me := os.Getpid()
-	for _, pid := range parsePids(readString(filepath.Join(base, "cgroup.procs"))) {
-		if pid != me {
+	pids := parsePids(readString(filepath.Join(base, "cgroup.procs")))
+	for _, pid := range pids {
+		if pid != me && parentOf(pid) != me {
 			return fmt.Errorf("other processes (pid %d) share the daemon's cgroup %s; give the daemon a cgroup of its own (systemd: Delegate=yes)", pid, base)
 		}
 	}
 	if err := os.Mkdir(leaf, dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("create %s: %w", leaf, err)
 	}
-	if err := writeFile(filepath.Join(leaf, "cgroup.procs"), strconv.Itoa(me)); err != nil {
-		return fmt.Errorf("move the daemon into %s: %w", leaf, err)
+	for _, pid := range pids {
+		if err := writeFile(filepath.Join(leaf, "cgroup.procs"), strconv.Itoa(pid)); err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("move pid %d into %s: %w", pid, leaf, err)
+		}
 	}
 	return nil
+}
+
+// parentOf is the parent pid of pid (0 when it cannot be read).
+func parentOf(pid int) int {
+	s := readString("/proc/" + strconv.Itoa(pid) + "/stat")
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
 }
 
 // openV1 makes the tree in the v1 hierarchy of ctrl and points *slot at it.
