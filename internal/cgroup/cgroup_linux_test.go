@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -477,5 +478,38 @@ func TestMoveSelfIntoLeaf(t *testing.T) {
 				t.Fatalf("helper: %v\n%s\nwant %q", err, out.String(), tc.want)
 			}
 		})
+	}
+}
+
+// TestDaemonIsNeverAMember: while a thread of the daemon sits in a group's
+// v1 cgroups to fork a child there, the group lists the daemon's pid; the
+// group must not count it, or a kill at that moment would kill the daemon.
+func TestDaemonIsNeverAMember(t *testing.T) {
+	tr := openTree(t, Config{avoid: avoid{v2: true}})
+	g, err := tr.New("p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Remove() })
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tid := unix.Gettid()
+	if err := g.enter(tid); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := tr.leave(tid); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	raw := parsePids(readString(filepath.Join(g.dir(tr.primary()), "cgroup.procs")))
+	if !slices.Contains(raw, os.Getpid()) {
+		t.Fatalf("the cgroup does not list the daemon while its thread is in it: %v", raw)
+	}
+	if pids, _ := g.Procs(); slices.Contains(pids, os.Getpid()) {
+		t.Fatalf("Procs lists the daemon: %v", pids)
+	}
+	if populated, _ := g.Populated(); populated {
+		t.Fatal("the group counts as populated by the daemon's thread")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -301,8 +302,12 @@ func (g *Group) Holds(pid int) bool {
 }
 
 // Procs lists the pids of the group's processes, cgroups below it included.
+// The daemon itself is never one: a v1 cgroup lists it while one of its
+// threads forks a child there (see Start), and nothing must signal it then.
 func (g *Group) Procs() ([]int, error) {
-	return listProcs(g.dir(g.t.primary()))
+	pids, err := listProcs(g.dir(g.t.primary()))
+	me := os.Getpid()
+	return slices.DeleteFunc(pids, func(pid int) bool { return pid == me }), err
 }
 
 func listProcs(dir string) ([]int, error) {
