@@ -23,9 +23,10 @@ const execReadBytes = 64 << 10
 // Background children of a command that finished live on as a process
 // record (ExecResult.ProcessID) until they are gone.
 //
-// It is the daemon's hot path: one fork/exec, two pipes and their readers,
-// and nothing else per call. The pipes are ours rather than os/exec's so
-// that a late reader never loses output (see copyOutput).
+// It is the daemon's hot path: one fork/exec into a cgroup made ahead (see
+// internal/cgroup's pool), two pipes and their readers, and nothing else
+// per call. The pipes are ours rather than os/exec's so that a late reader
+// never loses output (see copyOutput).
 func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResult, error) {
 	if err := ValidateCommand(&req.Command); err != nil {
 		return nil, err
