@@ -194,7 +194,9 @@ func TestBackgroundChildLivesOnUnderItsExec(t *testing.T) {
 	}
 	assertDead(t, []int{app})
 	eventually(t, "the record to settle", func() bool { return len(p.Info().Descendants) == 0 && m.Running() == 0 })
-	eventually(t, "its cgroups to be removed", func() bool { return !slices.ContainsFunc(dirs, exists) })
+	eventually(t, "its cgroups to be empty (removed, or recycled for another process)", func() bool {
+		return !slices.ContainsFunc(dirs, holdsProcesses)
+	})
 	if err := p.Signal(syscall.SIGTERM, true); api.KindOf(err) != api.KindInvalidArgument {
 		t.Fatalf("signal after the tree is gone: %v", err)
 	}
@@ -203,7 +205,12 @@ func TestBackgroundChildLivesOnUnderItsExec(t *testing.T) {
 	}
 }
 
-func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+// holdsProcesses reports whether the cgroup dir (if it still exists) lists
+// any process.
+func holdsProcesses(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	return err == nil && len(strings.TrimSpace(string(b))) > 0
+}
 
 // TestDetachedLeaderExitKeepsItsTree: a detached process whose leader
 // exited keeps its cgroup while a child lives; signals reach the child

@@ -95,7 +95,6 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResul
 	m.started(cmd.Process.Pid)
 	startedAt := m.opts.Clock.Now()
 	m.trackExec(grp, true)
-	defer m.trackExec(grp, false)
 	readersDone := make(chan struct{})
 	stderrDone := make(chan struct{})
 	go func() {
@@ -147,6 +146,9 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResul
 		TimedOut: timedOut, DurationMS: time.Since(start).Milliseconds(),
 	}
 	res.ExitCode, res.Signal = exitStatus(cmd.ProcessState, waitErr)
+	// No more in flight before the group goes back to the tree, which may
+	// hand it to another process once it is recycled.
+	m.trackExec(grp, false)
 	if grp.empty() {
 		if err := grp.remove(); err != nil {
 			m.log.Warn("cannot remove an exec's cgroup", "id", id, "err", err)

@@ -8,15 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // waitLimit bounds every wait of these tests; a test that hits it fails.
@@ -81,15 +77,6 @@ func start(t *testing.T, g *Group, script string) *exec.Cmd {
 	}
 	go func() { _ = cmd.Wait() }()
 	return cmd
-}
-
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }
 
 func livePids(pids []int) []int {
@@ -362,56 +349,8 @@ func TestDefaultLimitsLeaveRoom(t *testing.T) {
 	}
 }
 
-// TestPoolMakesAheadAndRemovesBehind: Take answers a group with its limits
-// in place (made ahead), and Release removes it in the background.
-func TestPoolMakesAheadAndRemovesBehind(t *testing.T) {
-	tr := openTree(t, Config{Group: Limits{PidsMax: 50}})
-	for range 2 * poolSize { // past what the pool made ahead
-		g, err := tr.Take()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := readInt(t, pidsFile(t, g, "pids.max")); got != 50 {
-			t.Fatalf("pids.max of a taken group: %d", got)
-		}
-		start(t, g, "exit 0")
-		eventually(t, "the group to empty", func() bool { p, _ := g.Populated(); return !p })
-		tr.Release(g)
-		eventually(t, "the released group to be removed", func() bool {
-			return !slices.ContainsFunc(g.Dirs(), exists)
-		})
-	}
-}
-
-// TestDaemonIsNeverAMember: while a thread of the daemon sits in a group's
-// v1 cgroups to fork a child there, the group lists the daemon's pid; the
-// group must not count it, or a kill at that moment would kill the daemon.
-func TestDaemonIsNeverAMember(t *testing.T) {
-	tr := openTree(t, Config{avoid: avoid{v2: true}})
-	g, err := tr.New("p1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = g.Remove() })
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	tid := unix.Gettid()
-	if err := g.enter(tid); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := tr.leave(tid); err != nil {
-			t.Fatal(err)
-		}
-	}()
-	raw := parsePids(readString(filepath.Join(g.dir(tr.primary()), "cgroup.procs")))
-	if !slices.Contains(raw, os.Getpid()) {
-		t.Fatalf("the cgroup does not list the daemon while its thread is in it: %v", raw)
-	}
-	if pids, _ := g.Procs(); slices.Contains(pids, os.Getpid()) {
-		t.Fatalf("Procs lists the daemon: %v", pids)
-	}
-	if populated, _ := g.Populated(); populated {
-		t.Fatal("the group counts as populated by the daemon's thread")
-	}
-}
+// TestPoolRecyclesOrRemoves: Take answers a group with its limits in
+// place (made ahead); Release recycles it when nothing of its last tree is
+// left in it, and removes it otherwise: a cgroup below it, memory still
+// charged, a zombie still holding a pid, or a kill it received (Linux
+// kills what is later born into a cgroup once killed; see

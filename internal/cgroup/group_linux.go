@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,9 +27,8 @@ const (
 	// freezeWait bounds the wait for a group to freeze before its members
 	// are killed anyway.
 	freezeWait = time.Second
-	// killRounds bounds killLoop: each round kills every member it lists;
-	// a tree that forks faster than that is bounded by its pids.max.
-	killRounds = 1000
+	// killLoopWait bounds the kill of a tree without cgroup.kill or freezer.
+	killLoopWait = 5 * time.Second
 )
 
 // Group is the cgroup (one per hierarchy the tree uses) of one process tree.
@@ -44,6 +44,10 @@ type Group struct {
 
 	mu      sync.Mutex
 	removed bool
+	// killed says a kill went to the group. Linux (seen on 6.18) SIGKILLs
+	// every child later cloned into a cgroup once cgroup.kill was written
+	// to it, so such a group is never recycled.
+	killed atomic.Bool
 }
 
 // New creates the group name (one path element) with the tree's
@@ -69,23 +73,32 @@ func (t *Tree) New(name string) (*Group, error) {
 		_ = g.Remove()
 		return nil, err
 	}
+	if err := g.open(); err != nil {
+		_ = g.Remove()
+		return nil, err
+	}
+	return g, nil
+}
+
+// open opens what the group's start needs.
+func (g *Group) open() error {
+	t := g.t
 	if t.v2 != nil {
 		fd, err := unix.Open(g.dir(t.v2), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
-			_ = g.Remove()
-			return nil, fmt.Errorf("cgroups: open %s: %w", g.dir(t.v2), err)
+			return fmt.Errorf("cgroups: open %s: %w", g.dir(t.v2), err)
 		}
 		g.fd = fd
 	}
 	for _, h := range t.v1 {
 		f, err := os.OpenFile(filepath.Join(g.dir(h), "tasks"), os.O_WRONLY, 0)
 		if err != nil {
-			_ = g.Remove()
-			return nil, fmt.Errorf("cgroups: open %s: %w", g.dir(h), err)
+			g.closeFiles()
+			return fmt.Errorf("cgroups: open %s: %w", g.dir(h), err)
 		}
 		g.tasks = append(g.tasks, f)
 	}
-	return g, nil
+	return nil
 }
 
 // closeFiles closes what the group holds open for its start.
@@ -192,6 +205,7 @@ func (t *Tree) leave(tid int) error {
 // forked, setsid included): cgroup.kill on cgroup2, else freeze, kill
 // each, thaw, so that nobody forks between the listing and the kill.
 func (g *Group) Kill() error {
+	g.killed.Store(true)
 	switch g.t.kill {
 	case killV2:
 		err := writeFile(filepath.Join(g.dir(g.t.v2), "cgroup.kill"), "1")
@@ -210,13 +224,20 @@ func (g *Group) Kill() error {
 			return strings.TrimSpace(readString(state)) == "FROZEN"
 		})
 	}
-	for range killRounds {
+	// Without a freezer: kill what is listed, give it a moment to die, and
+	// again, until nothing is left; a tree that forks faster than that is
+	// bounded by its pids.max.
+	deadline := time.Now().Add(killLoopWait)
+	for {
 		n, err := g.signalEach(unix.SIGKILL)
 		if err != nil || n == 0 {
 			return err
 		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cgroups: %s still has processes after %s of kills", g.name, killLoopWait)
+		}
+		time.Sleep(settlePoll)
 	}
-	return fmt.Errorf("cgroups: %s still has processes after %d rounds of kill", g.name, killRounds)
 }
 
 // freezeKill freezes the group (writing freeze to file, until frozen()
@@ -273,11 +294,20 @@ func (g *Group) signalEach(sig syscall.Signal) (int, error) {
 	}
 	n := 0
 	for _, pid := range pids {
-		if g.signalMember(pid, sig) {
+		if alive(pid) && g.signalMember(pid, sig) {
 			n++
 		}
 	}
 	return n, nil
+}
+
+// alive reports whether pid is a process that can still act: a zombie
+// (dead, not yet reaped) is listed in its cgroup, and a signal to it
+// "succeeds" without effect.
+func alive(pid int) bool {
+	s := readString("/proc/" + strconv.Itoa(pid) + "/stat")
+	i := strings.LastIndexByte(s, ')') // comm may hold spaces and parentheses
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
 }
 
 func (g *Group) signalMember(pid int, sig syscall.Signal) bool {

@@ -363,6 +363,26 @@ func (t *Tree) applyLimits(lim Limits, dirOf func(*hier) string) error {
 	return nil
 }
 
+// pidsHier is the hierarchy that bounds the groups' pids (nil if none).
+func (t *Tree) pidsHier() *hier {
+	if t.v2Pids {
+		return t.v2
+	}
+	return t.pids
+}
+
+// memoryUsage is the hierarchy that bounds the groups' memory and the file
+// that says how much is charged (nil if none).
+func (t *Tree) memoryUsage() (*hier, string) {
+	switch {
+	case t.v2Memory:
+		return t.v2, "memory.current"
+	case t.memory != nil:
+		return t.memory, "memory.usage_in_bytes"
+	}
+	return nil, ""
+}
+
 // hiers lists every hierarchy the tree uses, cgroup2 first.
 func (t *Tree) hiers() []*hier {
 	out := make([]*hier, 0, 1+len(t.v1))
