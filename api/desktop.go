@@ -91,15 +91,17 @@ type GeometryRequest struct {
 }
 
 // LaunchRequest is the body of POST /v1/apps/launch. Exactly one of Argv and
-// Shell is set. The app runs detached, in its own process group, with
-// DISPLAY set to the daemon's display.
+// Shell is set. The app runs detached, as one of the daemon's processes (in
+// a cgroup of its own where the daemon contains processes), with DISPLAY
+// set to the daemon's display.
 type LaunchRequest struct {
 	Argv  []string          `json:"argv,omitempty"`
 	Shell string            `json:"shell,omitempty"`
 	Env   map[string]string `json:"env,omitempty"`
 	Cwd   string            `json:"cwd,omitempty"`
-	// WaitForWindow waits until a window of a process in the app's process
-	// group is listed (so `app &` and launcher scripts count too).
+	// WaitForWindow waits until a window of a process of the app's tree
+	// (its cgroup, or its process group) is listed (so `app &` and
+	// launcher scripts count too).
 	WaitForWindow bool `json:"wait_for_window,omitempty"`
 	// TimeoutMS bounds the wait for the window; 0 = the daemon's default.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
@@ -108,6 +110,9 @@ type LaunchRequest struct {
 // LaunchResult is the answer of POST /v1/apps/launch.
 type LaunchResult struct {
 	PID int `json:"pid"`
+	// ProcessID is the app's id in GET /v1/processes: its output, status
+	// and signals are there.
+	ProcessID string `json:"process_id,omitempty"`
 	// Window is the app's first window, when WaitForWindow was asked.
 	Window *Window `json:"window,omitempty"`
 }

@@ -13,8 +13,9 @@ bench() { # bench PKG REGEX BENCHTIME
 		| grep -E '^(Benchmark|---|FAIL|panic)' || true
 }
 
-section "exec /bin/true: spacesd over HTTP on loopback (target median <= 2 ms) vs a direct fork/exec"
+section "exec /bin/true: spacesd over HTTP on loopback (target median <= 2 ms), each command in a cgroup of its own (containment=auto) and in a process group only (off), vs a direct fork/exec"
 bench ./spacesd/procsvc 'ExecTrueHTTP|ForkExecTrue' 2000x
+bench ./capabilities/process 'ExecTrue$' 2000x
 
 section "upload + sha256 verify of 256 MiB through spacesd (target >= 70 %) vs sha256sum + cp of the same size"
 COUNT=2 bench ./spacesd/filesvc 'UploadVerify256MiB|Sha256sumPlusCp256MiB' 2x

@@ -54,6 +54,9 @@ type Options struct {
 	// X convention, $XAUTHORITY or else $HOME/.Xauthority.
 	Xauthority string
 	Logger     *slog.Logger
+	// Launcher starts the apps of LaunchApp; nil starts them in process
+	// groups of their own, outside any process manager.
+	Launcher Launcher
 }
 
 // Desktop is the desktop of one X display. It is safe for concurrent use.
@@ -61,6 +64,7 @@ type Desktop struct {
 	display    string
 	xauthority string
 	log        *slog.Logger
+	launcher   Launcher
 
 	// mu guards x, lastErr, lastAt. It is held across a dial, so it is a
 	// semaphore: a caller behind a dial to a hung display gives up with
@@ -87,7 +91,11 @@ func New(opts Options) *Desktop {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Desktop{display: opts.Display, xauthority: opts.Xauthority, log: opts.Logger, input: newSemaphore(), mu: newSemaphore()}
+	if opts.Launcher == nil {
+		opts.Launcher = groupLauncher{}
+	}
+	return &Desktop{display: opts.Display, xauthority: opts.Xauthority, log: opts.Logger, launcher: opts.Launcher,
+		input: newSemaphore(), mu: newSemaphore()}
 }
 
 // Display is the display this Desktop uses.

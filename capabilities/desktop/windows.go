@@ -395,12 +395,12 @@ const maxWindowSide = 32767
 // window of its group appeared before the deadline.
 var errLauncherDone = errors.New("the launched process exited")
 
-// waitForWindowOf waits until a window of pid's process group is listed:
-// the app may be a launcher (a script, a shell line) whose child owns the
-// window. exited delivers the launched process's exit: a failure ends the
-// wait at once (*appExited); a clean exit does not, as a child may still
-// show the window.
-func (x *xconn) waitForWindowOf(ctx context.Context, pid int, exited <-chan error) (*api.Window, error) {
+// waitForWindowOf waits until a window of a process the app holds is
+// listed: the app (pid) may be a launcher (a script, a shell line) whose
+// child owns the window. exited delivers the launched process's exit: a
+// failure ends the wait at once (*appExited); a clean exit does not, as a
+// child may still show the window.
+func (x *xconn) waitForWindowOf(ctx context.Context, pid int, holds func(pid int) bool, exited <-chan error) (*api.Window, error) {
 	t := time.NewTicker(wmSettlePoll * 5)
 	defer t.Stop()
 	var failed error
@@ -411,7 +411,7 @@ func (x *xconn) waitForWindowOf(ctx context.Context, pid int, exited <-chan erro
 			return nil, err
 		}
 		for _, w := range ws {
-			if w.PID == pid || (w.PID > 0 && inProcessGroup(w.PID, pid)) {
+			if w.PID == pid || (w.PID > 0 && holds(w.PID)) {
 				return &w, nil
 			}
 		}
@@ -421,9 +421,9 @@ func (x *xconn) waitForWindowOf(ctx context.Context, pid int, exited <-chan erro
 		select {
 		case <-ctx.Done():
 			if launcherDone {
-				return nil, fmt.Errorf("no window of process group %d: %w (%w)", pid, ctx.Err(), errLauncherDone)
+				return nil, fmt.Errorf("no window of the app of pid %d: %w (%w)", pid, ctx.Err(), errLauncherDone)
 			}
-			return nil, fmt.Errorf("no window of process group %d: %w", pid, ctx.Err())
+			return nil, fmt.Errorf("no window of the app of pid %d: %w", pid, ctx.Err())
 		case err := <-exited:
 			// Look once more: the window may have come with the exit.
 			exited, launcherDone, failed = nil, true, err

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -43,7 +44,7 @@ func TestExecHTTP(t *testing.T) {
 				t.Fatal(err)
 			}
 			res.DurationMS = 0
-			if *res != tc.want {
+			if !reflect.DeepEqual(*res, tc.want) {
 				t.Fatalf("got %+v\nwant %+v", *res, tc.want)
 			}
 		})

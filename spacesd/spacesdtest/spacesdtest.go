@@ -35,7 +35,7 @@ type Options struct {
 	Display string
 	// Logger receives the daemon's logs; default discards them.
 	Logger *slog.Logger
-	// Process adjusts the process manager (a low MaxProcesses, say).
+	// Process configures the process manager (limits, containment).
 	Process process.Options
 }
 
