@@ -292,6 +292,15 @@ func settle(ctx context.Context, cond func() (bool, error)) (bool, error) {
 	}
 }
 
+// pickBroken is the error that ends a wait on the window manager: a
+// connection given up; any other error may pass and is polled again.
+func pickBroken(x *xconn, err error) error {
+	if x.brokenErr() != nil {
+		return err
+	}
+	return nil
+}
+
 // ActivateWindow raises and focuses a window and answers its new state.
 func (d *Desktop) ActivateWindow(ctx context.Context, id uint32) (api.Window, error) {
 	x, err := d.use(ctx, api.FeatureWindows)
@@ -369,16 +378,32 @@ func (d *Desktop) SetWindowGeometry(ctx context.Context, id uint32, req api.Geom
 		return (req.X == nil || w.Bounds.X == *req.X) && (req.Y == nil || w.Bounds.Y == *req.Y) &&
 			(req.Width == nil || w.Bounds.Width == *req.Width) && (req.Height == nil || w.Bounds.Height == *req.Height)
 	}
-	var last api.Window
-	// A window manager may clamp the request (size hints, screen edges):
-	// answer what it did rather than fail when it differs.
+	// A window manager may clamp the request (size hints, screen edges;
+	// an xterm snaps to whole character cells and keeps its border around
+	// the content): answer what it did rather than wait for an exact
+	// match that never comes. The window has done what it will once its
+	// bounds left the old ones and then held still for wmGeometryStill.
+	last := cur
 	var lastErr error
+	var stillSince time.Time
 	if _, err := settle(ctx, func() (bool, error) {
-		last, lastErr = x.window(ctx, id)
-		if lastErr != nil && x.brokenErr() != nil {
-			return false, lastErr
+		w, err := x.window(ctx, id)
+		lastErr = err
+		if err != nil {
+			return false, pickBroken(x, err)
 		}
-		return lastErr == nil && want(last), nil
+		moved := w.Bounds != last.Bounds
+		last = w
+		if want(w) {
+			return true, nil
+		}
+		if w.Bounds == cur.Bounds {
+			return false, nil // not moved yet
+		}
+		if moved || stillSince.IsZero() {
+			stillSince = time.Now()
+		}
+		return time.Since(stillSince) >= wmGeometryStill, nil
 	}); err != nil {
 		return api.Window{}, err
 	}
