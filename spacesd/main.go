@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -109,17 +110,19 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
 		return 2
 	}
+	var xauthority string
 	if *xvfb && *display == "" {
-		v, err := desktop.StartVirtual(context.Background(), desktop.VirtualOptions{Logger: log})
+		v, xauth, err := startVirtual(log)
 		if err != nil {
 			fmt.Fprintf(stderr, "cua-spacesd: --xvfb: %v\n", err)
 			return 1
 		}
+		defer os.RemoveAll(filepath.Dir(xauth)) // after the display is gone
 		defer v.Close()
-		*display = v.Display()
+		*display, xauthority = v.Display(), xauth
 		log.Info("started a virtual display", "display", *display)
 	}
-	srv, err := daemon.New(daemon.Options{Version: version, Auth: auth, Logger: log, Display: *display,
+	srv, err := daemon.New(daemon.Options{Version: version, Auth: auth, Logger: log, Display: *display, Xauthority: xauthority,
 		Process: po, Files: filesvc.Options{StateDir: *stateDir}})
 	if err != nil {
 		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
@@ -167,6 +170,28 @@ func parseCount(s string) (int64, error) {
 		return 0, fmt.Errorf("%q: want a number of tasks, or max", s)
 	}
 	return n, nil
+}
+
+// startVirtual starts the daemon's own Xvfb (and window manager) behind a
+// fresh cookie, in a directory only the daemon's user can read: without
+// one, any local user could watch the screen and type into it. The caller
+// removes the cookie's directory once the display is closed.
+func startVirtual(log *slog.Logger) (*desktop.Virtual, string, error) {
+	dir, err := os.MkdirTemp("", "cua-spacesd-x-")
+	if err != nil {
+		return nil, "", err
+	}
+	xauth := filepath.Join(dir, "Xauthority")
+	if err := desktop.WriteCookie(xauth); err != nil {
+		os.RemoveAll(dir)
+		return nil, "", fmt.Errorf("write the display's cookie: %w", err)
+	}
+	v, err := desktop.StartVirtual(context.Background(), desktop.VirtualOptions{Logger: log, Xauthority: xauth})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, "", err
+	}
+	return v, xauth, nil
 }
 
 // buildAuth picks the token source: at most one of flag, file and env.

@@ -93,7 +93,9 @@ type Options struct {
 	ChildrenPidsMax, ChildrenMemoryMax int64
 	// Display, when set, is the DISPLAY of every child whose request does
 	// not set one: the daemon's display, also when it started its own.
-	Display string
+	// Xauthority, when set, is likewise its XAUTHORITY: the cookie of a
+	// display the daemon started, which lets in nobody else.
+	Display, Xauthority string
 }
 
 func (o *Options) fill() {
@@ -169,6 +171,9 @@ func NewManager(opts Options) *Manager {
 	opts.fill()
 	ctx, cancel := context.WithCancel(context.Background())
 	env := BaseEnv()
+	if opts.Xauthority != "" {
+		env = setEnv(env, "XAUTHORITY", opts.Xauthority)
+	}
 	if opts.Display != "" {
 		env = setEnv(env, "DISPLAY", opts.Display)
 	}

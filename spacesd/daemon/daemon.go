@@ -27,6 +27,9 @@ type Options struct {
 	// Display is the X display for the desktop features ("" = none); the
 	// processes the daemon starts get it as DISPLAY unless they set one.
 	Display string
+	// Xauthority is the cookie file of Display when the daemon started
+	// that display itself (--xvfb): the desktop and every child use it.
+	Xauthority string
 	// Process adjusts the process manager (limits, containment, clock).
 	Process process.Options
 	// Files adjusts the files service (its state directory).
@@ -45,11 +48,15 @@ func New(o Options) (*server.Server, error) {
 	if po.Display == "" {
 		po.Display = o.Display
 	}
+	if po.Xauthority == "" {
+		po.Xauthority = o.Xauthority
+	}
 	procs := process.NewManager(po)
 	desk := desktop.New(desktop.Options{
-		Display:  o.Display,
-		Logger:   o.Logger.With("capability", "desktop"),
-		Launcher: appLauncher{procs},
+		Display:    o.Display,
+		Xauthority: o.Xauthority,
+		Logger:     o.Logger.With("capability", "desktop"),
+		Launcher:   appLauncher{procs},
 	})
 	return server.New(server.Config{
 		Version: o.Version,
