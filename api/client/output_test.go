@@ -155,7 +155,7 @@ func TestReadOutputWaits(t *testing.T) {
 	// Whether the read waits already or starts after the echo, it answers
 	// the line and no more.
 	pending := read(client.OutputRequest{Wait: longWait})
-	if err := c.WriteStdin(ctx, p.ID, []byte("hi\n"), false); err != nil {
+	if _, err := c.WriteStdin(ctx, p.ID, []byte("hi\n"), false); err != nil {
 		t.Fatal(err)
 	}
 	a := <-pending
@@ -164,7 +164,7 @@ func TestReadOutputWaits(t *testing.T) {
 	}
 	// A wait ends at the exit, which it reports.
 	pending = read(client.OutputRequest{StdoutOffset: 7, Wait: longWait})
-	if err := c.WriteStdin(ctx, p.ID, nil, true); err != nil {
+	if _, err := c.WriteStdin(ctx, p.ID, nil, true); err != nil {
 		t.Fatal(err)
 	}
 	a = <-pending

@@ -310,14 +310,15 @@ func spaceProcessInputTool() *Tool {
 			if a.Text == "" && !a.CloseStdin {
 				return nil, api.Errorf(api.KindInvalidArgument, "space_process_input: pass text, or close_stdin, or both")
 			}
-			if err := c.Space.Client.WriteStdin(ctx, a.ID, []byte(a.Text), a.CloseStdin); err != nil {
+			res, err := c.Space.Client.WriteStdin(ctx, a.ID, []byte(a.Text), a.CloseStdin)
+			if err != nil {
 				return nil, err
 			}
-			text := fmt.Sprintf("wrote %d bytes to the stdin of %s", len(a.Text), a.ID)
+			text := fmt.Sprintf("wrote %d bytes to the stdin of %s", res.Bytes, a.ID)
 			if a.CloseStdin {
 				text += ", then closed it"
 			}
-			return &Result{Text: text, Structured: ProcessInput{ID: a.ID, Bytes: len(a.Text), StdinClosed: a.CloseStdin}}, nil
+			return &Result{Text: text, Structured: ProcessInput{ID: a.ID, Bytes: int(res.Bytes), StdinClosed: a.CloseStdin}}, nil
 		},
 	}
 }
