@@ -18,8 +18,9 @@ import (
 )
 
 const (
-	// treePrefix starts the name of every tree; a random suffix follows, so
-	// that daemons (and tests) sharing a cgroup never share a tree.
+	// treePrefix starts the name of every tree; its owner and a random
+	// suffix follow (owner_linux.go), so that daemons (and tests) sharing
+	// a cgroup never share a tree, and a dead owner's tree can be told.
 	treePrefix = "cua-spacesd."
 	// leafName is where the daemon moves itself under cgroup2 when its own
 	// cgroup must hand controllers down (no process may sit in a cgroup
@@ -101,7 +102,11 @@ func Open(cfg Config) (*Tree, error) {
 		return nil, fmt.Errorf("cgroups: read /proc/thread-self/cgroup: %w", err)
 	}
 	defGroup, defAll := DefaultLimits()
-	t := &Tree{name: treePrefix + randomHex(6)}
+	ownerID, err := owner()
+	if err != nil {
+		return nil, fmt.Errorf("cgroups: who owns the tree: %w", err)
+	}
+	t := &Tree{name: treePrefix + ownerID + "." + randomHex(6)}
 	t.info.Group = resolveLimits(cfg.Group, defGroup)
 	t.info.All = resolveLimits(cfg.All, defAll)
 	mounts := parseMountInfo(string(mi))
@@ -169,6 +174,7 @@ func Open(cfg Config) (*Tree, error) {
 	if len(notes) > 1 || (len(notes) == 1 && v2Err == nil) {
 		t.info.Note = strings.Join(notes, "; ")
 	}
+	t.sweepStale()
 	t.startPool()
 	return t, nil
 }
