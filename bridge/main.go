@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -91,7 +92,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
-	case "space", "exec", "ps", "logs", "shell", "cp", "view", "screenshot":
+	}
+	if slices.Contains(cli.Commands, cmd) {
 		return cli.Main(ctx, cmd, rest, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "cua-bridge: unknown command %q\n\n%s", cmd, usage)
