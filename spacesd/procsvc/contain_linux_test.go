@@ -55,6 +55,38 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 	}
 }
 
+// eventuallyTrue is waitFor answering instead of failing.
+func eventuallyTrue(ok func() bool) bool {
+	deadline := time.Now().Add(30 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
+}
+
+// bombEnd describes how the daemon's processes of the bomb ended, if they
+// did (an early exit 99 is the bomb refusing to fork outside its cgroup).
+func bombEnd(t *testing.T, c *client.Client, marker string) string {
+	list, err := c.Processes(t.Context())
+	if err != nil {
+		return "processes: " + err.Error()
+	}
+	var b strings.Builder
+	for _, p := range list {
+		if strings.Contains(strings.Join(p.Argv, " "), marker) {
+			exit := "none"
+			if p.ExitCode != nil {
+				exit = strconv.Itoa(*p.ExitCode)
+			}
+			fmt.Fprintf(&b, "process %s: %s, exit %s, signal %q, descendants %v\n", p.ID, p.State, exit, p.Signal, p.Descendants)
+		}
+	}
+	return b.String()
+}
+
 // pidsDir is the pids cgroup directory of process pid ("" if none).
 func pidsDir(pid int) string {
 	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
@@ -155,7 +187,19 @@ func TestForkBombStaysInItsCgroup(t *testing.T) {
 				}
 				return false
 			})
-			waitFor(t, "the bomb to reach its limit", func() bool { return readInt(filepath.Join(dir, "pids.current")) >= bombPidsMax })
+			reached := func() bool { return readInt(filepath.Join(dir, "pids.current")) >= bombPidsMax }
+			if !eventuallyTrue(reached) {
+				// Say what the bomb did: a bomb outside its cgroup refuses to
+				// fork (exit 99), which leaves pids.current low.
+				var where strings.Builder
+				for _, pid := range proctest.Live(marker) {
+					b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+					fmt.Fprintf(&where, "pid %d:\n%s", pid, b)
+				}
+				procs, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+				t.Fatalf("the bomb never reached its limit in %s: pids.max %d, pids.current %d, members %q; its processes now:\n%s%s",
+					dir, readInt(filepath.Join(dir, "pids.max")), readInt(filepath.Join(dir, "pids.current")), procs, where.String(), bombEnd(t, c, marker))
+			}
 			if _, err := c.Health(t.Context()); err != nil {
 				t.Fatalf("health during the bomb: %v", err)
 			}
