@@ -81,8 +81,16 @@ func (a *axis) taps(i int) []uint32 { return a.w[a.off[i]:a.off[i+1]] }
 
 // plan is what every band of one scaling shares, read only.
 type plan struct {
-	src, dst   Frame
-	to         Format
+	src, dst Frame
+	to       Format
+	*geometry
+}
+
+// geometry is what a scaling of one source size by one ratio needs,
+// whatever the pixels: weights and offsets. A Scaler keeps the last one,
+// as an agent's screenshots are all of one size.
+type geometry struct {
+	key        geometryKey
 	cols, rows axis
 	// pw are the columns' weights for dot2: t (even) per output pixel,
 	// zero past its own, two to a word.
@@ -95,6 +103,11 @@ type plan struct {
 	pairs2 []pair2
 }
 
+type geometryKey struct {
+	w, h int
+	r    Ratio
+}
+
 // pair2 is two neighbouring output pixels of a two-tap axis: the byte
 // offsets of their first source pixels, and their weights for dot2.
 type pair2 struct {
@@ -102,30 +115,30 @@ type pair2 struct {
 	wa, wb uint64
 }
 
-func newPlan(dst Frame, to Format, src Frame, r Ratio) *plan {
-	p := &plan{src: src, dst: dst, to: to,
-		cols: newAxis(src.Width, dst.Width, r), rows: newAxis(src.Height, dst.Height, r)}
-	p.t = (p.cols.maxTaps + 1) &^ 1
-	m := dst.Width
-	p.pw = make([]uint64, m*p.t/2)
-	for i := range m {
-		for k, w := range p.cols.taps(i) {
+// newGeometry plans the scaling of a w x h source by r (in lowest terms).
+func newGeometry(w, h int, r Ratio) *geometry {
+	ow, oh := r.Size(w, h)
+	g := &geometry{key: geometryKey{w, h, r}, cols: newAxis(w, ow, r), rows: newAxis(h, oh, r)}
+	g.t = (g.cols.maxTaps + 1) &^ 1
+	g.pw = make([]uint64, ow*g.t/2)
+	for i := range ow {
+		for k, wt := range g.cols.taps(i) {
 			// dot2 wants the first pixel's weight in the high half.
-			p.pw[i*p.t/2+k/2] |= uint64(w) << (32 * uint(1-k%2))
+			g.pw[i*g.t/2+k/2] |= uint64(wt) << (32 * uint(1-k%2))
 		}
-		if int(p.cols.first[i])+p.t <= src.Width {
-			p.fast = i + 1
+		if int(g.cols.first[i])+g.t <= w {
+			g.fast = i + 1
 		}
 	}
-	if p.t == 2 {
-		p.fast &^= 1
-		p.pairs2 = make([]pair2, p.fast/2)
-		for i := range p.pairs2 {
+	if g.t == 2 {
+		g.fast &^= 1
+		g.pairs2 = make([]pair2, g.fast/2)
+		for i := range g.pairs2 {
 			x := 2 * i
-			p.pairs2[i] = pair2{a: int(p.cols.first[x]) * 4, b: int(p.cols.first[x+1]) * 4, wa: p.pw[x], wb: p.pw[x+1]}
+			g.pairs2[i] = pair2{a: int(g.cols.first[x]) * 4, b: int(g.cols.first[x+1]) * 4, wa: g.pw[x], wb: g.pw[x+1]}
 		}
 	}
-	return p
+	return g
 }
 
 // dot2 is c0*w0 + c1*w1 of two adjacent 32-bit lanes c = c0 | c1<<32 and
@@ -251,35 +264,34 @@ func putSums(out []byte, x int, sb, sg, sr uint64) {
 // vertical sums the shrunk rows, weighted by ws, into one output row, two
 // output pixels at a time, and packs them into their format.
 func (p *plan) vertical(out []byte, rows [][]byte, ws []uint32) {
-	blue, red := 0, 16
-	if p.to == RGBA {
-		blue, red = 16, 0
-	}
-	pairs := len(out) / 8
+	rgba := p.to == RGBA
+	whole := len(out) &^ 7
 	switch len(ws) {
 	case 2: // a shrink to between 1/2 and 1
-		blend2(out[:pairs*8], rows[0], rows[1], uint64(ws[0]), uint64(ws[1]), blue, red)
+		blend2(out[:whole], rows[0], rows[1], uint64(ws[0]), uint64(ws[1]), rgba, opaque)
 	default:
-		for i := 0; i < pairs; i++ {
-			sb, sg, sr := sum(rows, ws, i*pairBytes)
-			binary.LittleEndian.PutUint64(out[i*8:], pack(sb, sg, sr, blue, red))
+		for o := 0; o < whole; o += 8 {
+			sb, sg, sr := sum(rows, ws, o/8*pairBytes)
+			binary.LittleEndian.PutUint64(out[o:], pack(sb, sg, sr, rgba)|opaque)
 		}
 	}
-	if len(out)%8 != 0 { // an odd width: the last pair holds one pixel
-		sb, sg, sr := sum(rows, ws, pairs*pairBytes)
-		binary.LittleEndian.PutUint32(out[pairs*8:], uint32(pack(sb, sg, sr, blue, red)))
+	if whole < len(out) { // an odd width: the last pair holds one pixel
+		sb, sg, sr := sum(rows, ws, whole/8*pairBytes)
+		binary.LittleEndian.PutUint32(out[whole:], uint32(pack(sb, sg, sr, rgba)|opaque))
 	}
 }
 
-// blend2 is vertical for two rows: out holds whole pairs of pixels.
-func blend2(out, r0, r1 []byte, w0, w1 uint64, blue, red int) {
-	for i := range len(out) / 8 {
-		a := (*[pairBytes]byte)(r0[i*pairBytes:])
-		c := (*[pairBytes]byte)(r1[i*pairBytes:])
+// blend2 is vertical for two rows; out holds whole pairs of pixels. alpha
+// is opaque, passed in: a constant top byte made the compiler split each
+// 8-byte store into four.
+func blend2(out, r0, r1 []byte, w0, w1 uint64, rgba bool, alpha uint64) {
+	for len(out) >= 8 && len(r0) >= pairBytes && len(r1) >= pairBytes {
+		a, c := (*[pairBytes]byte)(r0), (*[pairBytes]byte)(r1)
 		sb := w0*binary.LittleEndian.Uint64(a[0:]) + w1*binary.LittleEndian.Uint64(c[0:])
 		sg := w0*binary.LittleEndian.Uint64(a[8:]) + w1*binary.LittleEndian.Uint64(c[8:])
 		sr := w0*binary.LittleEndian.Uint64(a[16:]) + w1*binary.LittleEndian.Uint64(c[16:])
-		binary.LittleEndian.PutUint64((*[8]byte)(out[i*8:])[:], pack(sb, sg, sr, blue, red))
+		binary.LittleEndian.PutUint64(out, pack(sb, sg, sr, rgba)|alpha)
+		out, r0, r1 = out[8:], r0[pairBytes:], r1[pairBytes:]
 	}
 }
 
@@ -295,12 +307,15 @@ func sum(rows [][]byte, ws []uint32, o int) (sb, sg, sr uint64) {
 }
 
 // pack rounds the lanes of three channel words to bytes and lays them out
-// as two opaque pixels, blue and red at the given bit offsets.
-func pack(sb, sg, sr uint64, blue, red int) uint64 {
+// as two pixels, BGRX or RGBA, the fourth byte zero.
+func pack(sb, sg, sr uint64, rgba bool) uint64 {
 	sb = (sb + outHalf) >> outShift & laneMask
 	sg = (sg + outHalf) >> outShift & laneMask
 	sr = (sr + outHalf) >> outShift & laneMask
-	return sb<<blue | sg<<8 | sr<<red | opaque
+	if rgba {
+		sb, sr = sr, sb
+	}
+	return sb | sg<<8 | sr<<16
 }
 
 // convertRows copies rows [y0, y1) of src into dst as BGRX, or converts

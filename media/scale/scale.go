@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 const (
@@ -142,7 +143,8 @@ func gcd(a, b int) int {
 // stream of screenshots does not allocate them each time. The zero value
 // is ready; a Scaler is safe for concurrent use.
 type Scaler struct {
-	work sync.Pool // *band: one goroutine's ring of shrunk rows
+	work sync.Pool                // *band: one goroutine's ring of shrunk rows
+	last atomic.Pointer[geometry] // the last scaling's weights, reused for the same size and ratio
 }
 
 // ErrSize is wrapped by the error of a destination whose size is not
@@ -174,7 +176,13 @@ func (s *Scaler) Scale(dst Frame, to Format, src Frame, r Ratio) error {
 	if r.IsOne() {
 		job = func(y0, y1 int) { convertRows(dst, to, src, y0, y1) }
 	} else {
-		p := newPlan(dst, to, src, r)
+		key := geometryKey{src.Width, src.Height, r}
+		g := s.last.Load()
+		if g == nil || g.key != key {
+			g = newGeometry(src.Width, src.Height, r)
+			s.last.Store(g)
+		}
+		p := &plan{src: src, dst: dst, to: to, geometry: g}
 		job = func(y0, y1 int) {
 			b, _ := s.work.Get().(*band)
 			if b == nil {

@@ -58,6 +58,9 @@ func TestFit(t *testing.T) {
 // rows, sizes and scales just over and under 1, integer and fractional
 // ratios, and extreme ones.
 func TestMatchesReference(t *testing.T) {
+	// One Scaler for all: it keeps the last size's weights, which must not
+	// serve the next size.
+	var s scale.Scaler
 	for _, tc := range []struct {
 		w, h   int
 		r      scale.Ratio
@@ -76,6 +79,8 @@ func TestMatchesReference(t *testing.T) {
 		{257, 3, scale.Ratio{1, 256}, false}, // one output pixel per axis, clipped rows
 		{1, 1, scale.One, false},
 		{3, 2, scale.Ratio{1, 2}, true},
+		{1920, 1080, scale.Ratio{1, 2}, false}, // the first size again, another ratio
+		{1921, 1081, scale.Fit(1921, 1081, 1280), false},
 	} {
 		t.Run(fmt.Sprintf("%dx%d@%d:%d", tc.w, tc.h, tc.r.Num, tc.r.Den), func(t *testing.T) {
 			stride := tc.w * 4
@@ -85,7 +90,6 @@ func TestMatchesReference(t *testing.T) {
 			src := scaletest.Pattern(tc.w, tc.h, stride, 7, 0xa5)
 			ow, oh := tc.r.Size(tc.w, tc.h)
 			ref := scaletest.Reference(src, tc.w, tc.h, stride, tc.r.Num, tc.r.Den, ow, oh)
-			var s scale.Scaler
 			for _, to := range []scale.Format{scale.RGBA, scale.BGRX} {
 				dst := scaled(t, &s, src, tc.w, tc.h, stride, tc.r, to)
 				for y := range oh {
