@@ -239,17 +239,21 @@ func (p *plan) horizontal(out, src []byte) {
 func shrink2(out, src []byte, pairs []pair2) {
 	for i := range pairs {
 		p := &pairs[i]
-		o := (*[pairBytes]byte)(out[i*pairBytes:])
-		v := binary.LittleEndian.Uint64(src[p.a:])
+		o := (*[pairBytes]byte)(out[i*pairBytes : i*pairBytes+pairBytes])
+		v := binary.LittleEndian.Uint64(src[p.a : p.a+8])
 		w := p.wa
+		g := v >> 8
+		r := v >> 16
 		binary.LittleEndian.PutUint32(o[0:], uint32(dot2(v&laneMask, w)))
-		binary.LittleEndian.PutUint32(o[8:], uint32(dot2(v>>8&laneMask, w)))
-		binary.LittleEndian.PutUint32(o[16:], uint32(dot2(v>>16&laneMask, w)))
-		v = binary.LittleEndian.Uint64(src[p.b:])
+		binary.LittleEndian.PutUint32(o[8:], uint32(dot2(g&laneMask, w)))
+		binary.LittleEndian.PutUint32(o[16:], uint32(dot2(r&laneMask, w)))
+		v = binary.LittleEndian.Uint64(src[p.b : p.b+8])
 		w = p.wb
+		g = v >> 8
+		r = v >> 16
 		binary.LittleEndian.PutUint32(o[4:], uint32(dot2(v&laneMask, w)))
-		binary.LittleEndian.PutUint32(o[12:], uint32(dot2(v>>8&laneMask, w)))
-		binary.LittleEndian.PutUint32(o[20:], uint32(dot2(v>>16&laneMask, w)))
+		binary.LittleEndian.PutUint32(o[12:], uint32(dot2(g&laneMask, w)))
+		binary.LittleEndian.PutUint32(o[20:], uint32(dot2(r&laneMask, w)))
 	}
 }
 
@@ -285,13 +289,15 @@ func (p *plan) vertical(out []byte, rows [][]byte, ws []uint32) {
 // is opaque, passed in: a constant top byte made the compiler split each
 // 8-byte store into four.
 func blend2(out, r0, r1 []byte, w0, w1 uint64, rgba bool, alpha uint64) {
-	for len(out) >= 8 && len(r0) >= pairBytes && len(r1) >= pairBytes {
-		a, c := (*[pairBytes]byte)(r0), (*[pairBytes]byte)(r1)
+	for i := range len(out) / 8 {
+		// Slices with both ends spelled out: the bounds check then covers
+		// the whole array, and the 8-byte reads in it need none.
+		a := (*[pairBytes]byte)(r0[i*pairBytes : i*pairBytes+pairBytes])
+		c := (*[pairBytes]byte)(r1[i*pairBytes : i*pairBytes+pairBytes])
 		sb := w0*binary.LittleEndian.Uint64(a[0:]) + w1*binary.LittleEndian.Uint64(c[0:])
 		sg := w0*binary.LittleEndian.Uint64(a[8:]) + w1*binary.LittleEndian.Uint64(c[8:])
 		sr := w0*binary.LittleEndian.Uint64(a[16:]) + w1*binary.LittleEndian.Uint64(c[16:])
-		binary.LittleEndian.PutUint64(out, pack(sb, sg, sr, rgba)|alpha)
-		out, r0, r1 = out[8:], r0[pairBytes:], r1[pairBytes:]
+		binary.LittleEndian.PutUint64(out[i*8:i*8+8], pack(sb, sg, sr, rgba)|alpha)
 	}
 }
 
