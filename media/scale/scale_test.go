@@ -200,3 +200,42 @@ func rgb(f scale.Frame, x, y int, to scale.Format) [3]byte {
 	}
 	return [3]byte{p[2], p[1], p[0]}
 }
+
+// One Scaler serves concurrent callers of different sizes: each gets its
+// own result, whatever geometry another keeps (run with -race).
+func TestConcurrentScales(t *testing.T) {
+	var s scale.Scaler
+	sizes := [][2]int{{640, 480}, {641, 479}, {1000, 7}}
+	want := make([][]byte, len(sizes))
+	for i, sz := range sizes {
+		src := scaletest.Pattern(sz[0], sz[1], sz[0]*4, uint64(i), 0)
+		want[i] = scaled(t, new(scale.Scaler), src, sz[0], sz[1], sz[0]*4, scale.Fit(sz[0], sz[1], 300), scale.BGRX).Pix
+	}
+	errs := make(chan error, 4*len(sizes))
+	for range 4 {
+		for i, sz := range sizes {
+			go func() {
+				src := scaletest.Pattern(sz[0], sz[1], sz[0]*4, uint64(i), 0)
+				r := scale.Fit(sz[0], sz[1], 300)
+				for range 20 {
+					w, h := r.Size(sz[0], sz[1])
+					dst := scale.Frame{Pix: make([]byte, w*h*4), Stride: w * 4, Width: w, Height: h}
+					if err := s.Scale(dst, scale.BGRX, scale.Frame{Pix: src, Stride: sz[0] * 4, Width: sz[0], Height: sz[1]}, r); err != nil {
+						errs <- err
+						return
+					}
+					if !bytes.Equal(dst.Pix, want[i]) {
+						errs <- fmt.Errorf("%dx%d: a concurrent scale differs from a lone one", sz[0], sz[1])
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+	}
+	for range 4 * len(sizes) {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
