@@ -125,13 +125,9 @@ func (b *bufferPool) encode(px pixels, src source, req api.ScreenshotRequest) ([
 		}
 		px = pixels{pix: dst.Pix, stride: dst.Stride, rgba: to == scale.RGBA}
 	}
-	if req.Format == api.FormatJPEG {
-		format := jpegenc.BGRX
-		if px.rgba {
-			format = jpegenc.RGBA
-		}
+	if req.Format == api.FormatJPEG { // always BGRX: only PNG is captured or scaled to RGBA
 		img, err := jpegEncoder.Append(nil, jpegenc.Image{
-			Pix: px.pix, Stride: px.stride, Width: w, Height: h, Format: format,
+			Pix: px.pix, Stride: px.stride, Width: w, Height: h, Format: jpegenc.BGRX,
 		}, jpegenc.Options{Quality: req.Quality})
 		if err != nil {
 			return nil, info, api.Errorf(api.KindEnv, "encode %s screenshot: %w", req.Format, err)
