@@ -73,12 +73,18 @@ func (f Frame) check(what string) error {
 		return fmt.Errorf("%s frame %dx%d: each side must be 1-%d", what, f.Width, f.Height, MaxSide)
 	case f.Stride < f.Width*bytesPerPixel:
 		return fmt.Errorf("%s frame stride %d is below width %d x %d bytes", what, f.Stride, f.Width, bytesPerPixel)
-	case f.Height > 1 && f.Stride > len(f.Pix), // and so (Height-1)*Stride cannot overflow below
-		len(f.Pix) < (f.Height-1)*f.Stride+f.Width*bytesPerPixel:
-		return fmt.Errorf("%s frame of %dx%d (stride %d) needs %d bytes of pixels, got %d",
-			what, f.Width, f.Height, f.Stride, (f.Height-1)*f.Stride+f.Width*bytesPerPixel, len(f.Pix))
+	case !f.fits():
+		return fmt.Errorf("%s frame of %dx%d (stride %d) needs %d rows of %d bytes, %d apart; got %d bytes",
+			what, f.Width, f.Height, f.Stride, f.Height, f.Width*bytesPerPixel, f.Stride, len(f.Pix))
 	}
 	return nil
+}
+
+// fits reports whether Pix holds every row, (Height-1)*Stride + 4*Width
+// bytes, computed by division so that no product can overflow.
+func (f Frame) fits() bool {
+	row := f.Width * bytesPerPixel
+	return len(f.Pix) >= row && (f.Height == 1 || (len(f.Pix)-row)/f.Stride >= f.Height-1)
 }
 
 // Ratio is an exact scale: Num output pixels per Den source pixels, on

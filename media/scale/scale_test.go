@@ -167,6 +167,8 @@ func TestScaleRefusesBadInput(t *testing.T) {
 		{"short source", dst(20, 15), scale.Frame{Pix: src.Pix[:len(src.Pix)-1], Stride: 160, Width: 40, Height: 30}, scale.BGRX, scale.Ratio{1, 2}},
 		{"narrow stride", dst(20, 15), scale.Frame{Pix: src.Pix, Stride: 159, Width: 40, Height: 30}, scale.BGRX, scale.Ratio{1, 2}},
 		{"huge stride", dst(20, 15), scale.Frame{Pix: src.Pix, Stride: math.MaxInt, Width: 40, Height: 30}, scale.BGRX, scale.Ratio{1, 2}},
+		{"huge stride, one row short", dst(1, 1), scale.Frame{Pix: src.Pix, Stride: math.MaxInt / 2, Width: 1, Height: 3}, scale.BGRX, scale.Ratio{1, 3}},
+		{"tall frame short of rows", dst(1, 16384), scale.Frame{Pix: make([]byte, 400), Stride: 4, Width: 1, Height: scale.MaxSide}, scale.BGRX, scale.Ratio{1, 4}},
 		{"short destination", scale.Frame{Pix: make([]byte, 10), Stride: 80, Width: 20, Height: 15}, src, scale.BGRX, scale.Ratio{1, 2}},
 	} {
 		if err := s.Scale(tc.dst, tc.to, tc.src, tc.r); err == nil {
