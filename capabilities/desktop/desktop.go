@@ -82,7 +82,8 @@ type Desktop struct {
 	// pressed; the next input call releases them first. Guarded by input.
 	owed held
 
-	// frames are the BGRX buffers of one-shot captures (JPEG screenshots).
+	// frames are the buffers of one-shot captures and their scaled images
+	// (every screenshot but an unscaled PNG).
 	frames bufferPool
 }
 
