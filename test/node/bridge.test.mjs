@@ -250,7 +250,7 @@ for (const flavor of clientFlavors) for (const transport of ['stdio', 'http']) {
       const text = 'Привет ✓';
       await mustSucceed('space_clipboard_set', { space: 'desk', text });
       assert.equal(structured(await mustSucceed('space_clipboard_get', { space: 'desk' })).text, text);
-      const pasted = pasteClipboard(desk.display);
+      const pasted = await pasteClipboard(desk);
       if (pasted !== undefined) assert.equal(pasted, text, 'xclip pasted something else');
 
       const launched = structured(await mustSucceed('launch_app', { space: 'desk', argv: ['xterm', '-e', 'sleep', '600'] }));

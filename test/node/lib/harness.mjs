@@ -4,7 +4,7 @@
 //
 // Nothing here talks to anything but loopback.
 
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, writeFileSync, rmSync, readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -209,22 +209,26 @@ export async function startSpacesd(procs, { display, xvfb = false } = {}) {
 }
 
 /**
- * pasteClipboard reads the CLIPBOARD selection of display with xclip, a real
- * X program pasting it. Without xclip it answers undefined (CI installs
- * it, and there its absence fails).
+ * pasteClipboard reads the CLIPBOARD selection of a Space's display with
+ * xclip, a real X program pasting it. It runs in the Space, started by its
+ * daemon (POST /v1/exec): a display the daemon started lets in only
+ * processes that hold its cookie, and the daemon hands it to what it
+ * starts. Without xclip it answers undefined (CI installs it, and there
+ * its absence fails).
  */
-export function pasteClipboard(display) {
-  const r = spawnSync('xclip', ['-o', '-selection', 'clipboard'], {
-    env: childEnv({ DISPLAY: display }),
-    timeout: startupTimeoutMs,
-    encoding: 'utf8',
+export async function pasteClipboard(space) {
+  const r = await fetch(`${space.url}/v1/exec`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${space.token}` },
+    body: JSON.stringify({ argv: ['xclip', '-o', '-selection', 'clipboard'], timeout_ms: startupTimeoutMs }),
   });
-  if (r.error?.code === 'ENOENT') {
+  const res = await r.json();
+  if (r.status === 404 && res.error?.kind === 'not_found') {
     if (process.env.CI === 'true') throw new Error('xclip is not installed, and CI=true requires it (.ci/run installs it)');
     return undefined;
   }
-  if (r.status !== 0) throw new Error(`xclip -o exited ${r.status}: ${r.stderr}`);
-  return r.stdout;
+  if (r.status !== 200 || res.exit_code !== 0) throw new Error(`xclip -o in the Space: ${r.status} ${JSON.stringify(res)}`);
+  return res.stdout;
 }
 
 /** startBridgeHTTP runs `cua-bridge serve` on a random loopback port. */
