@@ -60,8 +60,21 @@ type Limits struct {
 	ProcessRingBytes     int64 `json:"process_ring_bytes"`
 	MaxProcesses         int   `json:"max_processes"`
 	ExitRetentionSeconds int   `json:"exit_retention_seconds"`
-	MaxJSONBodyBytes     int64 `json:"max_json_body_bytes"`
-	UploadChunkBytes     int64 `json:"upload_chunk_bytes"`
+	// ProcessContainment says how each process tree is held: "cgroup2",
+	// "hybrid" (cgroup2 with v1 controllers) or "cgroup1" (a cgroup of its
+	// own, killed whole), or "off" (a process group, which setsid leaves).
+	ProcessContainment string `json:"process_containment"`
+	// ProcessContainmentNote says why containment is off, or what it lacks.
+	ProcessContainmentNote string `json:"process_containment_note,omitempty"`
+	// ProcessPidsMax and ProcessMemoryMaxBytes bound each process tree
+	// (tasks, bytes); ChildrenPidsMax and ChildrenMemoryMaxBytes all trees
+	// together. 0 means not enforced.
+	ProcessPidsMax         int64 `json:"process_pids_max"`
+	ProcessMemoryMaxBytes  int64 `json:"process_memory_max_bytes"`
+	ChildrenPidsMax        int64 `json:"children_pids_max"`
+	ChildrenMemoryMaxBytes int64 `json:"children_memory_max_bytes"`
+	MaxJSONBodyBytes       int64 `json:"max_json_body_bytes"`
+	UploadChunkBytes       int64 `json:"upload_chunk_bytes"`
 	// The desktop's bounds: clicks in one click call, wheel clicks per
 	// axis in one scroll, the largest max_dimension of a screenshot,
 	// characters (Unicode code points) in one type call, bytes of

@@ -6,6 +6,7 @@ const (
 	PathWindowActivate = "/v1/windows/{id}/activate"
 	PathWindowClose    = "/v1/windows/{id}/close"
 	PathWindowGeometry = "/v1/windows/{id}/geometry"
+	PathWindowState    = "/v1/windows/{id}/state"
 	PathAppsLaunch     = "/v1/apps/launch"
 	PathScreenshot     = "/v1/screenshot"
 	PathInputMove      = "/v1/input/move"
@@ -55,6 +56,28 @@ type Window struct {
 	Bounds   Rect `json:"bounds"`
 	Focused  bool `json:"focused"`
 	OnScreen bool `json:"on_screen"`
+	// State is how the window manager shows the window: one of the
+	// WindowState values ("" from a daemon that does not read it).
+	State WindowState `json:"state,omitempty"`
+}
+
+// WindowState is how the window manager shows a window.
+type WindowState string
+
+// Window states. Normal, Minimized and Maximized can be asked for (POST
+// /v1/windows/{id}/state); Fullscreen is only reported (a window puts
+// itself there), and asking for Normal leaves it too.
+const (
+	WindowNormal     WindowState = "normal"
+	WindowMinimized  WindowState = "minimized"
+	WindowMaximized  WindowState = "maximized"
+	WindowFullscreen WindowState = "fullscreen"
+)
+
+// WindowStateRequest is the body of POST /v1/windows/{id}/state.
+type WindowStateRequest struct {
+	// State is "normal" (restore), "minimized" or "maximized".
+	State WindowState `json:"state"`
 }
 
 // GeometryRequest is the body of POST /v1/windows/{id}/geometry. Unset
@@ -68,15 +91,17 @@ type GeometryRequest struct {
 }
 
 // LaunchRequest is the body of POST /v1/apps/launch. Exactly one of Argv and
-// Shell is set. The app runs detached, in its own process group, with
-// DISPLAY set to the daemon's display.
+// Shell is set. The app runs detached, as one of the daemon's processes (in
+// a cgroup of its own where the daemon contains processes), with DISPLAY
+// set to the daemon's display.
 type LaunchRequest struct {
 	Argv  []string          `json:"argv,omitempty"`
 	Shell string            `json:"shell,omitempty"`
 	Env   map[string]string `json:"env,omitempty"`
 	Cwd   string            `json:"cwd,omitempty"`
-	// WaitForWindow waits until a window of a process in the app's process
-	// group is listed (so `app &` and launcher scripts count too).
+	// WaitForWindow waits until a window of a process of the app's tree
+	// (its cgroup, or its process group) is listed (so `app &` and
+	// launcher scripts count too).
 	WaitForWindow bool `json:"wait_for_window,omitempty"`
 	// TimeoutMS bounds the wait for the window; 0 = the daemon's default.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
@@ -85,6 +110,9 @@ type LaunchRequest struct {
 // LaunchResult is the answer of POST /v1/apps/launch.
 type LaunchResult struct {
 	PID int `json:"pid"`
+	// ProcessID is the app's id in GET /v1/processes: its output, status
+	// and signals are there.
+	ProcessID string `json:"process_id,omitempty"`
 	// Window is the app's first window, when WaitForWindow was asked.
 	Window *Window `json:"window,omitempty"`
 }

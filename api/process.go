@@ -45,6 +45,11 @@ type ExecResult struct {
 	StdoutTruncated bool   `json:"stdout_truncated"`
 	StderrTruncated bool   `json:"stderr_truncated"`
 	DurationMS      int64  `json:"duration_ms"`
+	// ProcessID is set when background children of the command (`app &`)
+	// live on: they are listed, counted and signalled as that process.
+	ProcessID string `json:"process_id,omitempty"`
+	// Descendants are their pids when the command finished.
+	Descendants []int `json:"descendants,omitempty"`
 }
 
 // Truncated reports whether either stream was cut.
@@ -89,6 +94,14 @@ type ProcessInfo struct {
 	TimedOut  bool         `json:"timed_out"`
 	StartedAt time.Time    `json:"started_at"`
 	ExitedAt  *time.Time   `json:"exited_at,omitempty"`
+	// Exec marks the record of a one-shot exec whose background children
+	// outlived it (it has no output of its own: the exec answered it).
+	Exec bool `json:"exec,omitempty"`
+	// Descendants are the live pids of the process's tree other than the
+	// leader: what it started, kept in its cgroup even after the leader
+	// exited; a signal to the process reaches them. Empty without
+	// containment (process_containment "off").
+	Descendants []int `json:"descendants,omitempty"`
 	// StdoutBytes and StderrBytes are the total bytes each stream produced:
 	// the offset the next byte will have.
 	StdoutBytes int64 `json:"stdout_bytes"`
@@ -135,6 +148,14 @@ type SignalRequest struct {
 	// Signal is a name (TERM, KILL, INT, HUP, QUIT, USR1, USR2, STOP, CONT)
 	// with or without the SIG prefix.
 	Signal string `json:"signal"`
-	// Group sends it to the whole process group (default true).
+	// Group sends it to every process of the tree (default true): the
+	// process's cgroup, or without containment its process group. False
+	// sends it to the leader only.
 	Group *bool `json:"group,omitempty"`
+}
+
+// StdinResult is the answer of POST /v1/processes/{id}/stdin.
+type StdinResult struct {
+	// Bytes is how many bytes of the body reached the process's stdin.
+	Bytes int64 `json:"bytes"`
 }

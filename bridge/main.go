@@ -1,6 +1,6 @@
 // Command cua-bridge aggregates many Spaces into one MCP tool surface
 // (stdio: cua-bridge mcp; streamable HTTP: cua-bridge serve) and a human CLI
-// (space, exec, shell, cp, view, screenshot). This file holds flags and
+// (space, exec, ps, logs, shell, cp, view, screenshot). This file holds flags and
 // subcommand dispatch only.
 package main
 
@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -53,6 +54,8 @@ MCP server:
 Human CLI:
   space add|ls|rm ...               manage registered Spaces
   exec SPACE -- CMD...              run a command, exit code passed through
+  ps SPACE                          list the Space's background processes
+  logs [-f] SPACE ID                print a background process's output (-f: follow it)
   shell SPACE                       interactive terminal in a Space
   cp SRC DST                        copy files (SPACE:/path on either side)
   view SPACE                        print the Space's viewer URL
@@ -89,7 +92,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
-	case "space", "exec", "shell", "cp", "view", "screenshot":
+	}
+	if slices.Contains(cli.Commands, cmd) {
 		return cli.Main(ctx, cmd, rest, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "cua-bridge: unknown command %q\n\n%s", cmd, usage)

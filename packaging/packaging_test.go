@@ -24,6 +24,8 @@ func TestSystemdUnit(t *testing.T) {
 	for _, want := range []string{
 		"Restart=always",         // comes back after a crash
 		"KillMode=control-group", // children are not orphaned
+		"Delegate=yes",           // the daemon's cgroups per process tree
+		"TasksMax=80%",           // bounded, with room above the trees' 75%
 		"LimitNOFILE=1048576",    // a high open-file limit
 		"OOMScoreAdjust=-900",    // the guest's work is OOM-killed first
 		"--token-file /etc/cua-spacesd/token",
@@ -31,6 +33,11 @@ func TestSystemdUnit(t *testing.T) {
 		if !strings.Contains(unit, want) {
 			t.Errorf("systemd unit lacks %q", want)
 		}
+	}
+	// Unbounded tasks would let the service's trees, all together, take
+	// every pid of the Space.
+	if strings.Contains(unit, "TasksMax=infinity") {
+		t.Error("systemd unit leaves TasksMax unbounded")
 	}
 }
 

@@ -13,8 +13,9 @@ bench() { # bench PKG REGEX BENCHTIME
 		| grep -E '^(Benchmark|---|FAIL|panic)' || true
 }
 
-section "exec /bin/true: spacesd over HTTP on loopback (target median <= 2 ms) vs a direct fork/exec"
+section "exec /bin/true: spacesd over HTTP on loopback (target median <= 2 ms), each command in a cgroup of its own (containment=auto) and in a process group only (off), vs a direct fork/exec"
 bench ./spacesd/procsvc 'ExecTrueHTTP|ForkExecTrue' 2000x
+bench ./capabilities/process 'ExecTrue$' 2000x
 
 section "upload + sha256 verify of 256 MiB through spacesd (target >= 70 %) vs sha256sum + cp of the same size"
 COUNT=2 bench ./spacesd/filesvc 'UploadVerify256MiB|Sha256sumPlusCp256MiB' 2x
@@ -33,8 +34,15 @@ section "space_bash true through cua-bridge MCP over streamable HTTP (target med
 COUNT=2 bench ./bridge/mcp 'MCPSpaceBashTrue' 1000x
 COUNT=2 bench ./spacesd/procsvc 'ExecTrueHTTP' 1000x
 
-section "1920x1080 screenshot as JPEG (target <= 25 ms) and PNG, and the raw capture they start from (Xvfb)"
+section "1920x1080 screenshot of a desktop-like picture in the daemon: scaled to 1280 as JPEG (target median <= 15 ms) and PNG, beside full size (JPEG target <= 25 ms) and the raw captures they start from (Xvfb)"
 bench ./capabilities/desktop 'Screenshot' 1s
+
+section "the scale of a screenshot alone: 1920x1080 BGRX to 1280x720 (area average, media/scale), to BGRX for JPEG and RGBA for PNG, on every core and on one"
+COUNT=2 bench ./media/scale 'Scale1080p' 1s
+$GO test -run '^$' -bench 'Scale1080p' -benchtime 1s -count 1 -cpu 1 ./media/scale 2>&1 | grep -E '^Benchmark' || true
+
+section "an agent's step through cua-bridge (SDK client; stdio and streamable HTTP): JPEG screenshot scaled to 1280 + click (target median <= 25 ms), each half alone, beside a bare space_bash true, same run"
+COUNT=1 bench ./bridge/mcp 'MCPAgentStep' 100x
 
 section "input latency: click call to the ButtonPress a test X client receives"
 bench ./capabilities/desktop 'InputLatency' 1s

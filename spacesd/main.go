@@ -16,12 +16,15 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
+	"github.com/trycua/cua-spacesd/capabilities/process"
+	"github.com/trycua/cua-spacesd/internal/cgroup"
 	"github.com/trycua/cua-spacesd/spacesd/daemon"
 	"github.com/trycua/cua-spacesd/spacesd/doctor"
 	"github.com/trycua/cua-spacesd/spacesd/filesvc"
@@ -71,8 +74,19 @@ func serve(args []string, stderr io.Writer) int {
 	xvfb := fs.Bool("xvfb", false, "without a display, start a private Xvfb + openbox for the desktop features")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	stateDir := fs.String("state-dir", filesvc.DefaultStateDir(), "where unfinished uploads and temp files are recorded, to survive a restart (\"\" = nowhere)")
+	var po process.Options
+	fs.StringVar(&po.Containment, "containment", process.ContainmentAuto,
+		"auto: each process tree in a cgroup of its own where cgroups are writable; off: process groups only")
+	fs.Func("process-pids-max", "tasks (processes and threads) one process tree may hold: a number, or max (default: 4096)", limitFlag(&po.TreePidsMax, parseCount))
+	fs.Func("process-memory-max", "memory one process tree may use: bytes or 512M, 4G..., or max (default: RAM less a reserve)", limitFlag(&po.TreeMemoryMax, cgroup.ParseSize))
+	fs.Func("children-pids-max", "tasks all process trees together may hold (default: 3/4 of the smaller of pid_max and threads-max)", limitFlag(&po.ChildrenPidsMax, parseCount))
+	fs.Func("children-memory-max", "memory all process trees together may use (default: RAM less the larger of 512M and RAM/8)", limitFlag(&po.ChildrenMemoryMax, cgroup.ParseSize))
 	media := mediaFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if po.Containment != process.ContainmentAuto && po.Containment != process.ContainmentOff {
+		fmt.Fprintf(stderr, "cua-spacesd: --containment %q: want auto or off\n", po.Containment)
 		return 2
 	}
 	var level slog.Level
@@ -97,18 +111,20 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
 		return 2
 	}
+	var xauthority string
 	if *xvfb && *display == "" {
-		v, err := desktop.StartVirtual(context.Background(), desktop.VirtualOptions{Logger: log})
+		v, xauth, err := startVirtual(log)
 		if err != nil {
 			fmt.Fprintf(stderr, "cua-spacesd: --xvfb: %v\n", err)
 			return 1
 		}
+		defer os.RemoveAll(filepath.Dir(xauth)) // after the display is gone
 		defer v.Close()
-		*display = v.Display()
+		*display, xauthority = v.Display(), xauth
 		log.Info("started a virtual display", "display", *display)
 	}
-	srv, err := daemon.New(daemon.Options{Version: version, Auth: auth, Logger: log, Display: *display,
-		Files: filesvc.Options{StateDir: *stateDir}, Stream: media.options(addr)})
+	srv, err := daemon.New(daemon.Options{Version: version, Auth: auth, Logger: log, Display: *display, Xauthority: xauthority,
+		Process: po, Files: filesvc.Options{StateDir: *stateDir}, Stream: media.options(addr)})
 	if err != nil {
 		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
 		return 1
@@ -126,6 +142,57 @@ func serve(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// limitFlag sets *dst from a flag's value read by parse, where -1 means
+// "not enforced" (the flag said max) and 0 is refused: a limit of nothing
+// is a typo, and the default is had by leaving the flag out.
+func limitFlag(dst *int64, parse func(string) (int64, error)) func(string) error {
+	return func(s string) error {
+		n, err := parse(s)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return errors.New("0 would allow nothing; give a positive value, or max for no limit")
+		}
+		*dst = n
+		return nil
+	}
+}
+
+// parseCount reads a count of tasks: a positive number, or max (-1).
+func parseCount(s string) (int64, error) {
+	if strings.EqualFold(strings.TrimSpace(s), "max") {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q: want a number of tasks, or max", s)
+	}
+	return n, nil
+}
+
+// startVirtual starts the daemon's own Xvfb (and window manager) behind a
+// fresh cookie, in a directory only the daemon's user can read: without
+// one, any local user could watch the screen and type into it. The caller
+// removes the cookie's directory once the display is closed.
+func startVirtual(log *slog.Logger) (*desktop.Virtual, string, error) {
+	dir, err := os.MkdirTemp("", "cua-spacesd-x-")
+	if err != nil {
+		return nil, "", err
+	}
+	xauth := filepath.Join(dir, "Xauthority")
+	if err := desktop.WriteCookie(xauth); err != nil {
+		os.RemoveAll(dir)
+		return nil, "", fmt.Errorf("write the display's cookie: %w", err)
+	}
+	v, err := desktop.StartVirtual(context.Background(), desktop.VirtualOptions{Logger: log, Xauthority: xauth})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, "", err
+	}
+	return v, xauth, nil
 }
 
 // buildAuth picks the token source: at most one of flag, file and env.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/trycua/cua-spacesd/internal/cgroup"
 )
 
 func TestListenAddr(t *testing.T) {
@@ -47,5 +49,40 @@ func TestServeRefusesOpenNonLoopbackBind(t *testing.T) {
 func TestTokenGivenOnce(t *testing.T) {
 	if _, err := buildAuth("a", "", "b", nil); err == nil {
 		t.Fatal("two token sources accepted")
+	}
+}
+
+// Containment flags with a bad value are refused before anything starts.
+func TestServeRefusesBadContainmentFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--containment", "sometimes"},
+		{"--process-pids-max", "0"},
+		{"--process-pids-max", "-5"},
+		{"--children-pids-max", "lots"},
+		{"--process-memory-max", "4X"},
+		{"--children-memory-max", "0"},
+	} {
+		var stderr bytes.Buffer
+		if code := run(append([]string{"serve"}, args...), &stderr, &stderr); code != 2 {
+			t.Errorf("serve %v: exit %d, want 2 (%s)", args, code, stderr.String())
+		}
+	}
+}
+
+func TestLimitFlags(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{{"64", 64, true}, {"max", -1, true}, {" MAX ", -1, true}, {"0", 0, false}, {"-1", 0, false}, {"1e3", 0, false}} {
+		var got int64
+		err := limitFlag(&got, parseCount)(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("pids flag %q = %d, %v", tc.in, got, err)
+		}
+	}
+	var mem int64
+	if err := limitFlag(&mem, cgroup.ParseSize)("2G"); err != nil || mem != 2<<30 {
+		t.Errorf("memory flag 2G = %d, %v", mem, err)
 	}
 }

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -43,6 +44,13 @@ func (c *Client) SetWindowGeometry(ctx context.Context, id uint32, req api.Geome
 	return &w, c.JSON(ctx, http.MethodPost, windowPath(api.PathWindowGeometry, id), nil, req, &w)
 }
 
+// SetWindowState minimizes, maximizes or restores ("normal") a window and
+// answers it afterwards.
+func (c *Client) SetWindowState(ctx context.Context, id uint32, state api.WindowState) (*api.Window, error) {
+	var w api.Window
+	return &w, c.JSON(ctx, http.MethodPost, windowPath(api.PathWindowState, id), nil, api.WindowStateRequest{State: state}, &w)
+}
+
 // LaunchApp starts an application on the desktop.
 func (c *Client) LaunchApp(ctx context.Context, req api.LaunchRequest) (*api.LaunchResult, error) {
 	var res api.LaunchResult
@@ -74,11 +82,37 @@ func (c *Client) Screenshot(ctx context.Context, req api.ScreenshotRequest) ([]b
 	if err := json.Unmarshal([]byte(resp.Header.Get(api.ScreenshotInfoHeader)), &info); err != nil {
 		return nil, nil, api.Errorf(api.KindJSON, "screenshot answer: header %s: %w", api.ScreenshotInfoHeader, err)
 	}
-	img, err := io.ReadAll(io.LimitReader(resp.Body, MaxScreenshotBytes))
+	img, err := readImage(resp, MaxScreenshotBytes)
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		return nil, nil, err
+	}
 	if err != nil {
 		return nil, nil, transportError(ctx, err)
 	}
 	return img, &info, nil
+}
+
+// readImage reads an image answer whole. With its Content-Length (which
+// the daemon always sends) it lands in one buffer of exactly that size,
+// instead of one grown and copied a dozen times; past limit it is an
+// error, never a silently cut image.
+func readImage(resp *http.Response, limit int64) ([]byte, error) {
+	if resp.ContentLength > limit {
+		return nil, api.Errorf(api.KindLimitExceeded, "screenshot answer of %d bytes is over the client's limit of %d", resp.ContentLength, limit)
+	}
+	if resp.ContentLength >= 0 {
+		img := make([]byte, resp.ContentLength)
+		if _, err := io.ReadFull(resp.Body, img); err != nil {
+			return nil, err
+		}
+		return img, nil
+	}
+	img, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err == nil && int64(len(img)) > limit {
+		return nil, api.Errorf(api.KindLimitExceeded, "screenshot answer is over the client's limit of %d bytes", limit)
+	}
+	return img, err
 }
 
 // MoveMouse moves the pointer (Move is the files call).

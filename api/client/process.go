@@ -46,17 +46,23 @@ func (c *Client) Resize(ctx context.Context, id string, size api.PTYSize) error 
 }
 
 // WriteStdin writes bytes to a process started with Stdin; closeAfter closes
-// its stdin afterwards.
-func (c *Client) WriteStdin(ctx context.Context, id string, data []byte, closeAfter bool) error {
+// its stdin afterwards. It answers how many bytes reached the process: all
+// of them, unless the error says where the process stopped reading.
+func (c *Client) WriteStdin(ctx context.Context, id string, data []byte, closeAfter bool) (*api.StdinResult, error) {
 	q := url.Values{}
 	if closeAfter {
 		q.Set("close", "true")
 	}
 	resp, err := c.Do(ctx, http.MethodPost, processPath(api.PathProcessStdin, id), q, bytes.NewReader(data), "application/octet-stream")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return resp.Body.Close()
+	defer resp.Body.Close()
+	var res api.StdinResult
+	if err := decodeJSON(resp.Body, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
 }
 
 // StreamProcess opens the output stream from the given offsets. Every byte

@@ -1,6 +1,7 @@
 // Package cli is the human command line of cua-bridge: the registry
-// (space add|ls|rm), commands (exec), an interactive terminal (shell), file
-// copies (cp), the desktop viewer (view) and screenshots (screenshot). It
+// (space add|ls|rm), commands (exec), background processes (ps, logs), an
+// interactive terminal (shell), file copies (cp), the desktop viewer (view)
+// and screenshots (screenshot). It
 // runs on the same registry and spacesd client as the MCP tools.
 //
 // One file per command; this file holds the dispatch and what they share.
@@ -33,7 +34,7 @@ const (
 )
 
 // Commands are the subcommands Main serves.
-var Commands = []string{"space", "exec", "shell", "cp", "view", "screenshot"}
+var Commands = []string{"space", "exec", "ps", "logs", "shell", "cp", "view", "screenshot"}
 
 // Env is what a command reads and writes. Tests build one around a PTY or
 // buffers; Main builds it around the process's own streams.
@@ -61,6 +62,10 @@ func Run(ctx context.Context, env Env, cmd string, args []string) int {
 		return env.runSpace(ctx, args)
 	case "exec":
 		return env.runExec(ctx, args)
+	case "ps":
+		return env.runPs(ctx, args)
+	case "logs":
+		return env.runLogs(ctx, args)
 	case "shell":
 		return env.runShell(ctx, args)
 	case "cp":

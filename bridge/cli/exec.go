@@ -281,7 +281,7 @@ func (p *remoteProcess) copyStdin(ctx context.Context, r io.Reader, stderr io.Wr
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
-			if werr := p.c.WriteStdin(ctx, p.id, buf[:n], false); werr != nil {
+			if _, werr := p.c.WriteStdin(ctx, p.id, buf[:n], false); werr != nil {
 				fmt.Fprintf(stderr, "cua-bridge: stdin: %v\n", werr)
 				return
 			}
@@ -290,7 +290,7 @@ func (p *remoteProcess) copyStdin(ctx context.Context, r io.Reader, stderr io.Wr
 			if !errors.Is(err, io.EOF) {
 				fmt.Fprintf(stderr, "cua-bridge: read stdin: %v\n", err)
 			}
-			_ = p.c.WriteStdin(ctx, p.id, nil, true)
+			_, _ = p.c.WriteStdin(ctx, p.id, nil, true)
 			return
 		}
 	}

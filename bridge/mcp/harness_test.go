@@ -133,6 +133,29 @@ func (e *env) client(t testing.TB, opts *sdk.ClientOptions) *sdk.ClientSession {
 	return cs
 }
 
+// stdioClient connects the official SDK client to the bridge's stdio
+// server (RunStdio), in process, over a pair of pipes.
+func (e *env) stdioClient(t testing.TB) *sdk.ClientSession {
+	t.Helper()
+	fromBridge, toClient := io.Pipe()
+	fromClient, toBridge := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = e.bridge.RunStdio(ctx, fromClient, toClient)
+		toClient.Close()
+	}()
+	c := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := c.Connect(t.Context(), &sdk.IOTransport{Reader: fromBridge, Writer: toBridge}, nil)
+	if err != nil {
+		cancel()
+		t.Fatalf("connect over stdio: %v", err)
+	}
+	t.Cleanup(func() { cs.Close(); toBridge.Close(); cancel(); <-done })
+	return cs
+}
+
 func call(t testing.TB, cs *sdk.ClientSession, name string, args map[string]any) *sdk.CallToolResult {
 	t.Helper()
 	res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: name, Arguments: args})

@@ -178,11 +178,6 @@ func isRequest(line []byte) bool {
 	return json.Unmarshal(line, &e) == nil && len(e.ID) > 0 && e.Method != ""
 }
 
-func isResponse(msg []byte) bool {
-	var e envelope
-	return json.Unmarshal(msg, &e) == nil && len(e.ID) > 0 && e.Method == "" && (len(e.Result) > 0 || len(e.Error) > 0)
-}
-
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }

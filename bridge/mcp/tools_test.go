@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/trycua/cua-spacesd/internal/proctest"
@@ -148,9 +149,32 @@ func TestSpaceBash(t *testing.T) {
 	}
 	var b tools.BashResult
 	structured(t, r, &b)
-	if b.Stdout != "out\n" || b.Stderr != "err\n" || b.ExitCode != 3 || b.TimedOut {
+	if b.Stdout != "out\n" || b.Stderr != "err\n" || b.ExitCode != 3 || b.TimedOut || b.ProcessID != "" {
 		t.Fatalf("structured %+v", b)
 	}
+}
+
+// A command that leaves a background child running says so, with the
+// process id that lists and stops it.
+func TestSpaceBashBackground(t *testing.T) {
+	e := newEnv(t)
+	cs := e.client(t, nil)
+	r := call(t, cs, "space_bash", map[string]any{"space": "s1", "command": "sleep 300 >/dev/null 2>&1 & echo started"})
+	if r.IsError {
+		t.Fatal(text(r))
+	}
+	var b tools.BashResult
+	structured(t, r, &b)
+	if b.ProcessID == "" || len(b.Background) != 1 || !strings.Contains(text(r), "[background: 1 process left running") {
+		t.Fatalf("a background child was not reported: %+v\n%s", b, text(r))
+	}
+	s := call(t, cs, "space_process_signal", map[string]any{"space": "s1", "id": b.ProcessID, "signal": "KILL"})
+	if s.IsError {
+		t.Fatalf("stopping the background child: %s", text(s))
+	}
+	eventually(t, "the background sleep gone", func() bool {
+		return syscall.Kill(b.Background[0], 0) != nil
+	})
 }
 
 func TestWriteRead(t *testing.T) {

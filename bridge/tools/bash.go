@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,11 @@ type BashResult struct {
 	ExitCode  int    `json:"exit_code"`
 	TimedOut  bool   `json:"timed_out"`
 	Truncated bool   `json:"truncated"`
+	// ProcessID is set when background children of the command (`app &`)
+	// live on after it: space_processes lists them under this id and
+	// space_process_signal stops them. Background holds their pids.
+	ProcessID  string `json:"process_id,omitempty"`
+	Background []int  `json:"background,omitempty"`
 }
 
 func spaceBashTool() *Tool {
@@ -37,7 +43,9 @@ func spaceBashTool() *Tool {
 		Hints:  Hints{Destructive: true, OpenWorld: true},
 		Output: outputOf[BashResult](),
 		Description: "Run a shell command (/bin/sh -c) in a Space and wait for it. Answers stdout, then stderr and the exit code. " +
-			"A command past its timeout is killed with its whole process tree; cancelling the call kills it too.",
+			"A command past its timeout is killed with its whole process tree; cancelling the call kills it too. " +
+			"Background children it leaves running (`app &`) live on, named by a process id for space_processes and space_process_signal; " +
+			"to start and watch a long-running program, space_process_start is made for it.",
 		Schema: object([]string{"space", "command"}, map[string]*jsonschema.Schema{
 			"space":   spaceArg(),
 			"command": nonEmpty("The shell command line."),
@@ -47,7 +55,7 @@ func spaceBashTool() *Tool {
 		TakesSpace: true,
 		Requires:   []api.Feature{api.FeatureShell},
 		Errors:     []api.Kind{api.KindTimeout},
-		Result:     "text: stdout, then [stderr] and stderr, then [exit N]; structured {stdout, stderr, exit_code, timed_out, truncated}",
+		Result:     "text: stdout, then [stderr] and stderr, then [exit N]; structured {stdout, stderr, exit_code, timed_out, truncated, process_id?, background?}",
 		Run: func(ctx context.Context, c *Call) (*Result, error) {
 			var a struct {
 				Command string
@@ -76,6 +84,7 @@ func spaceBashTool() *Tool {
 			}
 			return &Result{Text: formatBash(res), Structured: BashResult{
 				Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, TimedOut: res.TimedOut, Truncated: res.Truncated(),
+				ProcessID: res.ProcessID, Background: res.Descendants,
 			}}, nil
 		},
 	}
@@ -102,7 +111,23 @@ func formatBash(r *api.ExecResult) string {
 	} else {
 		fmt.Fprintf(&b, "[exit %d]", r.ExitCode)
 	}
+	if r.ProcessID != "" {
+		what := fmt.Sprintf("%d processes", len(r.Descendants))
+		if len(r.Descendants) == 1 {
+			what = "1 process"
+		}
+		fmt.Fprintf(&b, "\n[background: %s left running (pids %s), process %s: space_process_signal stops them]",
+			what, joinInts(r.Descendants), r.ProcessID)
+	}
 	return b.String()
+}
+
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, " ")
 }
 
 func tail(s string, n int) string {

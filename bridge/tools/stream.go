@@ -57,7 +57,7 @@ func streamEndpointTool() *Tool {
 				return nil, err
 			}
 			if a.WindowID == 0 && a.AppName != "" {
-				w, err := findWindow(ctx, c.Space.Client, a.AppName, "")
+				w, err := windowByName(ctx, c.Space.Client, a.AppName, "")
 				if err != nil {
 					return nil, err
 				}
@@ -96,7 +96,7 @@ func streamSpaceWindowTool() *Tool {
 			if a.AppName == "" && a.Title == "" {
 				return nil, api.Errorf(api.KindInvalidArgument, "stream_space_window: give app_name or title (or use stream_endpoint with window_id)")
 			}
-			w, err := findWindow(ctx, c.Space.Client, a.AppName, a.Title)
+			w, err := windowByName(ctx, c.Space.Client, a.AppName, a.Title)
 			if err != nil {
 				return nil, err
 			}
@@ -106,9 +106,9 @@ func streamSpaceWindowTool() *Tool {
 	}
 }
 
-// findWindow finds the one window matching an app name and a title (each a
+// windowByName finds the one window matching an app name and a title (each a
 // case-insensitive substring; "" matches all).
-func findWindow(ctx context.Context, c *client.Client, appName, title string) (api.Window, error) {
+func windowByName(ctx context.Context, c *client.Client, appName, title string) (api.Window, error) {
 	ws, err := c.Windows(ctx, appName)
 	if err != nil {
 		return api.Window{}, err

@@ -166,6 +166,8 @@ func All() []*Tool {
 		listSpaceWindowsTool(), focusSpaceWindowTool(), launchAppTool(), spaceScreenshotTool(),
 		spaceClickTool(), spaceMoveMouseTool(), spaceDragTool(), spaceScrollTool(),
 		spaceTypeTool(), spacePressKeyTool(),
+		spaceWindowTool(), spaceClipboardGetTool(), spaceClipboardSetTool(),
+		spaceProcessStartTool(), spaceProcessOutputTool(), spaceProcessInputTool(), spaceProcessSignalTool(), spaceProcessesTool(),
 		streamEndpointTool(), streamSpaceWindowTool(),
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })

@@ -12,6 +12,7 @@ import (
 	"github.com/jezek/xgb/xproto"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/media/scale"
 )
 
 // The capture seam: every capture (a screenshot, Capture, a Capturer's
@@ -366,11 +367,20 @@ func clip(r api.Rect, w, h int) api.Rect {
 	return api.Rect{X: x0, Y: y0, Width: x1 - x0, Height: y1 - y0}
 }
 
-// bufferPool keeps BGRX frame buffers between one-shot captures, so a
-// stream of JPEG screenshots does not allocate a frame's worth each time.
-type bufferPool struct{ p sync.Pool }
+// bufferPool keeps the working memory of one-shot screenshots between
+// calls, so that an agent's stream of them allocates no frame's worth of
+// pixels each time: captures and scaled images in pools of their own (a
+// pool hands back any of its buffers, and one too small is dropped), and
+// the scaler's rows.
+type bufferPool struct {
+	captures, scaled pool
+	scaler           scale.Scaler
+}
 
-func (b *bufferPool) get(n int) *[]byte {
+// pool keeps pixel buffers of about one size.
+type pool struct{ p sync.Pool }
+
+func (b *pool) get(n int) *[]byte {
 	if v, ok := b.p.Get().(*[]byte); ok && cap(*v) >= n {
 		*v = (*v)[:n]
 		return v
@@ -381,4 +391,4 @@ func (b *bufferPool) get(n int) *[]byte {
 
 // put keeps v for a later capture. Only a buffer whose read completed may
 // come back: an abandoned read can still write into it.
-func (b *bufferPool) put(v *[]byte) { b.p.Put(v) }
+func (b *pool) put(v *[]byte) { b.p.Put(v) }

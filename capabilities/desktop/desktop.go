@@ -54,6 +54,9 @@ type Options struct {
 	// X convention, $XAUTHORITY or else $HOME/.Xauthority.
 	Xauthority string
 	Logger     *slog.Logger
+	// Launcher starts the apps of LaunchApp; nil starts them in process
+	// groups of their own, outside any process manager.
+	Launcher Launcher
 }
 
 // Desktop is the desktop of one X display. It is safe for concurrent use.
@@ -61,6 +64,7 @@ type Desktop struct {
 	display    string
 	xauthority string
 	log        *slog.Logger
+	launcher   Launcher
 
 	// mu guards x, lastErr, lastAt. It is held across a dial, so it is a
 	// semaphore: a caller behind a dial to a hung display gives up with
@@ -78,7 +82,8 @@ type Desktop struct {
 	// pressed; the next input call releases them first. Guarded by input.
 	owed held
 
-	// frames are the BGRX buffers of one-shot captures (JPEG screenshots).
+	// frames are the buffers of one-shot captures and their scaled images
+	// (every screenshot but an unscaled PNG).
 	frames bufferPool
 }
 
@@ -87,7 +92,11 @@ func New(opts Options) *Desktop {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Desktop{display: opts.Display, xauthority: opts.Xauthority, log: opts.Logger, input: newSemaphore(), mu: newSemaphore()}
+	if opts.Launcher == nil {
+		opts.Launcher = groupLauncher{}
+	}
+	return &Desktop{display: opts.Display, xauthority: opts.Xauthority, log: opts.Logger, launcher: opts.Launcher,
+		input: newSemaphore(), mu: newSemaphore()}
 }
 
 // Display is the display this Desktop uses.

@@ -5,13 +5,11 @@ import (
 	"context"
 	"image"
 	"image/png"
-	"math"
 	"sync"
-
-	"golang.org/x/image/draw"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/media/jpegenc"
+	"github.com/trycua/cua-spacesd/media/scale"
 )
 
 const (
@@ -27,10 +25,12 @@ const (
 	MaxCapturePixels = 8192 * 8192
 )
 
-// Screenshot captures the screen or one window and encodes it. An
-// unscaled JPEG is encoded from the X server's BGRX as captured; a PNG,
-// and a screenshot scaled down by max_dimension, are converted to RGBA
-// while copied out of the capture (image/png and x/image/draw read RGBA).
+// Screenshot captures the screen or one window and encodes it. The
+// capture lands as the X server holds it (BGRX) in a pooled buffer; an
+// unscaled JPEG is encoded from there, a scaled one from the area average
+// of it (media/scale, BGRX again), a scaled PNG from the area average
+// written as RGBA in the same pass. Only an unscaled PNG is converted to
+// RGBA while copied out of the capture, for image/png.
 func (d *Desktop) Screenshot(ctx context.Context, req api.ScreenshotRequest) ([]byte, api.ScreenshotInfo, error) {
 	var info api.ScreenshotInfo
 	switch req.Format {
@@ -57,19 +57,15 @@ func (d *Desktop) Screenshot(ctx context.Context, req api.ScreenshotRequest) ([]
 	}
 	var pooled *[]byte
 	px, src, err := x.captureWhole(ctx, req.WindowID, func(w, h int) pixels {
-		if req.Format == api.FormatJPEG && !scalesDown(w, h, req.MaxDimension) {
-			pooled = d.frames.get(w * h * 4)
-			return pixels{pix: *pooled, stride: w * 4}
-		}
-		return pixels{pix: make([]byte, w*h*4), stride: w * 4, rgba: true}
+		pooled = d.frames.captures.get(w * h * 4)
+		rgba := req.Format == api.FormatPNG && scale.Fit(w, h, req.MaxDimension).IsOne()
+		return pixels{pix: *pooled, stride: w * 4, rgba: rgba}
 	})
 	if err != nil {
 		return nil, info, err // a pooled buffer stays out: an abandoned read may still fill it
 	}
-	if pooled != nil {
-		defer d.frames.put(pooled)
-	}
-	return encode(px, src, req)
+	defer d.frames.captures.put(pooled)
+	return d.frames.encode(px, src, req)
 }
 
 // Capture grabs the screen (windowID 0) or one window's own content as RGBA
@@ -90,9 +86,6 @@ func (d *Desktop) Capture(ctx context.Context, windowID uint32) (*image.RGBA, ap
 	return img, src.bounds, nil
 }
 
-// scalesDown reports whether a w x h capture is scaled for maxDim.
-func scalesDown(w, h, maxDim int) bool { return maxDim > 0 && (w > maxDim || h > maxDim) }
-
 // pngEncoder favours speed: a screenshot is read once, soon.
 var pngEncoder = png.Encoder{CompressionLevel: png.BestSpeed, BufferPool: &pngPool{}}
 
@@ -108,53 +101,42 @@ func (p *pngPool) Put(b *png.EncoderBuffer) { p.p.Put(b) }
 // buffers between screenshots (image/jpeg took ~50 ms for 1080p on 2 cores).
 var jpegEncoder jpegenc.Encoder
 
-// Scaled returns img scaled down so that neither side exceeds maxDim, and
-// the scale (image pixels per source pixel).
-func Scaled(img *image.RGBA, maxDim int) (*image.RGBA, float64) {
-	w, h := img.Bounds().Dx(), img.Bounds().Dy()
-	if maxDim <= 0 || (w <= maxDim && h <= maxDim) {
-		return img, 1
-	}
-	s := float64(maxDim) / float64(max(w, h))
-	nw := max(1, int(math.Round(float64(w)*s)))
-	nh := max(1, int(math.Round(float64(h)*s)))
-	dst := image.NewRGBA(image.Rect(0, 0, nw, nh))
-	// BiLinear (not ApproxBiLinear) widens its kernel when shrinking, so
-	// text and thin lines average instead of aliasing away.
-	draw.BiLinear.Scale(dst, dst.Bounds(), img, img.Bounds(), draw.Src, nil)
-	return dst, s
-}
-
-// encode encodes a whole capture: BGRX goes to the JPEG encoder as it is;
-// RGBA is scaled when asked, then encoded.
-func encode(px pixels, src source, req api.ScreenshotRequest) ([]byte, api.ScreenshotInfo, error) {
+// encode scales a whole capture as req asks and encodes it: BGRX goes to
+// the JPEG encoder as it is, RGBA to image/png.
+func (b *bufferPool) encode(px pixels, src source, req api.ScreenshotRequest) ([]byte, api.ScreenshotInfo, error) {
+	r := scale.Fit(src.size.X, src.size.Y, req.MaxDimension)
+	w, h := r.Size(src.size.X, src.size.Y)
+	// The scale answered is the ratio the pixels were made with, exactly:
+	// image pixel (x, y) covers screen pixels [x/Scale, (x+1)/Scale).
 	info := api.ScreenshotInfo{
-		Width: src.size.X, Height: src.size.Y, Scale: 1,
+		Width: w, Height: h, Scale: r.Float(),
 		Format: req.Format, Bounds: src.bounds, WindowID: req.WindowID,
 	}
-	if !px.rgba {
-		b, err := jpegEncoder.Append(nil, jpegenc.Image{
-			Pix: px.pix, Stride: px.stride, Width: info.Width, Height: info.Height, Format: jpegenc.BGRX,
-		}, jpegenc.Options{Quality: req.Quality})
-		if err != nil {
-			return nil, info, api.Errorf(api.KindEnv, "encode %s screenshot: %w", req.Format, err)
+	if !r.IsOne() {
+		to := scale.BGRX
+		if req.Format == api.FormatPNG {
+			to = scale.RGBA
 		}
-		return b, info, nil
+		out := b.scaled.get(w * h * 4)
+		defer b.scaled.put(out)
+		dst := scale.Frame{Pix: *out, Stride: w * 4, Width: w, Height: h}
+		if err := b.scaler.Scale(dst, to, scale.Frame{Pix: px.pix, Stride: px.stride, Width: src.size.X, Height: src.size.Y}, r); err != nil {
+			return nil, info, api.Errorf(api.KindEnv, "scale the %dx%d capture to %dx%d: %w", src.size.X, src.size.Y, w, h, err)
+		}
+		px = pixels{pix: dst.Pix, stride: dst.Stride, rgba: to == scale.RGBA}
 	}
-	out, scale := Scaled(&image.RGBA{Pix: px.pix, Stride: px.stride, Rect: image.Rectangle{Max: src.size}}, req.MaxDimension)
-	info.Width, info.Height, info.Scale = out.Bounds().Dx(), out.Bounds().Dy(), scale
-	if req.Format == api.FormatJPEG {
-		b, err := jpegEncoder.Append(nil, jpegenc.Image{
-			Pix: out.Pix, Stride: out.Stride, Width: info.Width, Height: info.Height, Format: jpegenc.RGBA,
+	if req.Format == api.FormatJPEG { // always BGRX: only PNG is captured or scaled to RGBA
+		img, err := jpegEncoder.Append(nil, jpegenc.Image{
+			Pix: px.pix, Stride: px.stride, Width: w, Height: h, Format: jpegenc.BGRX,
 		}, jpegenc.Options{Quality: req.Quality})
 		if err != nil {
 			return nil, info, api.Errorf(api.KindEnv, "encode %s screenshot: %w", req.Format, err)
 		}
-		return b, info, nil
+		return img, info, nil
 	}
 	var buf bytes.Buffer
-	buf.Grow(len(out.Pix) / 4)
-	if err := pngEncoder.Encode(&buf, out); err != nil {
+	buf.Grow(w * h)
+	if err := pngEncoder.Encode(&buf, &image.RGBA{Pix: px.pix, Stride: px.stride, Rect: image.Rect(0, 0, w, h)}); err != nil {
 		return nil, info, api.Errorf(api.KindEnv, "encode %s screenshot: %w", req.Format, err)
 	}
 	return buf.Bytes(), info, nil

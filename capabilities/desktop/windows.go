@@ -196,7 +196,7 @@ func (x *xconn) describe(ctx context.Context, ids []xproto.Window) ([]api.Window
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	return out, x.fillStates(ctx, out) // wmstate.go
 }
 
 func (x *xconn) windows(ctx context.Context, appName string) ([]api.Window, error) {
@@ -292,6 +292,15 @@ func settle(ctx context.Context, cond func() (bool, error)) (bool, error) {
 	}
 }
 
+// pickBroken is the error that ends a wait on the window manager: a
+// connection given up; any other error may pass and is polled again.
+func pickBroken(x *xconn, err error) error {
+	if x.brokenErr() != nil {
+		return err
+	}
+	return nil
+}
+
 // ActivateWindow raises and focuses a window and answers its new state.
 func (d *Desktop) ActivateWindow(ctx context.Context, id uint32) (api.Window, error) {
 	x, err := d.use(ctx, api.FeatureWindows)
@@ -369,16 +378,32 @@ func (d *Desktop) SetWindowGeometry(ctx context.Context, id uint32, req api.Geom
 		return (req.X == nil || w.Bounds.X == *req.X) && (req.Y == nil || w.Bounds.Y == *req.Y) &&
 			(req.Width == nil || w.Bounds.Width == *req.Width) && (req.Height == nil || w.Bounds.Height == *req.Height)
 	}
-	var last api.Window
-	// A window manager may clamp the request (size hints, screen edges):
-	// answer what it did rather than fail when it differs.
+	// A window manager may clamp the request (size hints, screen edges;
+	// an xterm snaps to whole character cells and keeps its border around
+	// the content): answer what it did rather than wait for an exact
+	// match that never comes. The window has done what it will once its
+	// bounds left the old ones and then held still for wmGeometryStill.
+	last := cur
 	var lastErr error
+	var stillSince time.Time
 	if _, err := settle(ctx, func() (bool, error) {
-		last, lastErr = x.window(ctx, id)
-		if lastErr != nil && x.brokenErr() != nil {
-			return false, lastErr
+		w, err := x.window(ctx, id)
+		lastErr = err
+		if err != nil {
+			return false, pickBroken(x, err)
 		}
-		return lastErr == nil && want(last), nil
+		moved := w.Bounds != last.Bounds
+		last = w
+		if want(w) {
+			return true, nil
+		}
+		if w.Bounds == cur.Bounds {
+			return false, nil // not moved yet
+		}
+		if moved || stillSince.IsZero() {
+			stillSince = time.Now()
+		}
+		return time.Since(stillSince) >= wmGeometryStill, nil
 	}); err != nil {
 		return api.Window{}, err
 	}
@@ -395,12 +420,12 @@ const maxWindowSide = 32767
 // window of its group appeared before the deadline.
 var errLauncherDone = errors.New("the launched process exited")
 
-// waitForWindowOf waits until a window of pid's process group is listed:
-// the app may be a launcher (a script, a shell line) whose child owns the
-// window. exited delivers the launched process's exit: a failure ends the
-// wait at once (*appExited); a clean exit does not, as a child may still
-// show the window.
-func (x *xconn) waitForWindowOf(ctx context.Context, pid int, exited <-chan error) (*api.Window, error) {
+// waitForWindowOf waits until a window of a process the app holds is
+// listed: the app (pid) may be a launcher (a script, a shell line) whose
+// child owns the window. exited delivers the launched process's exit: a
+// failure ends the wait at once (*appExited); a clean exit does not, as a
+// child may still show the window.
+func (x *xconn) waitForWindowOf(ctx context.Context, pid int, holds func(pid int) bool, exited <-chan error) (*api.Window, error) {
 	t := time.NewTicker(wmSettlePoll * 5)
 	defer t.Stop()
 	var failed error
@@ -411,7 +436,7 @@ func (x *xconn) waitForWindowOf(ctx context.Context, pid int, exited <-chan erro
 			return nil, err
 		}
 		for _, w := range ws {
-			if w.PID == pid || (w.PID > 0 && inProcessGroup(w.PID, pid)) {
+			if w.PID == pid || (w.PID > 0 && holds(w.PID)) {
 				return &w, nil
 			}
 		}
@@ -421,9 +446,9 @@ func (x *xconn) waitForWindowOf(ctx context.Context, pid int, exited <-chan erro
 		select {
 		case <-ctx.Done():
 			if launcherDone {
-				return nil, fmt.Errorf("no window of process group %d: %w (%w)", pid, ctx.Err(), errLauncherDone)
+				return nil, fmt.Errorf("no window of the app of pid %d: %w (%w)", pid, ctx.Err(), errLauncherDone)
 			}
-			return nil, fmt.Errorf("no window of process group %d: %w", pid, ctx.Err())
+			return nil, fmt.Errorf("no window of the app of pid %d: %w", pid, ctx.Err())
 		case err := <-exited:
 			// Look once more: the window may have come with the exit.
 			exited, launcherDone, failed = nil, true, err

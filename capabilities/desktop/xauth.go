@@ -2,6 +2,7 @@ package desktop
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -174,4 +175,34 @@ func lookupCredentials(path string, addr xauthAddr, number int) xcredentials {
 		note += fmt.Sprintf(" (the file is damaged: %v)", perr)
 	}
 	return xcredentials{note: note}
+}
+
+// WriteCookie writes a new Xauthority file at path (mode 0600, refusing to
+// replace anything there) holding one random MIT-MAGIC-COOKIE-1 for every
+// display of every host: the file a private X server (StartVirtual with
+// Xauthority) and its clients share, so that only they get in.
+func WriteCookie(path string) error {
+	var cookie [16]byte
+	if _, err := rand.Read(cookie[:]); err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	put := func(field []byte) {
+		_ = binary.Write(&b, binary.BigEndian, uint16(len(field)))
+		b.Write(field)
+	}
+	_ = binary.Write(&b, binary.BigEndian, uint16(familyWild))
+	put(nil) // any address
+	put(nil) // any display number
+	put([]byte(authMagicCookie))
+	put(cookie[:])
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b.Bytes()); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -68,6 +69,10 @@ func ValidateCommand(c *api.Command) error {
 	}
 	if strings.IndexByte(c.Cwd, 0) >= 0 {
 		return api.Errorf(api.KindInvalidArgument, "cwd contains a NUL byte")
+	}
+	if c.Cwd != "" && !filepath.IsAbs(c.Cwd) {
+		// Relative to what? The daemon's own directory is no contract.
+		return api.Errorf(api.KindInvalidArgument, "cwd %q must be an absolute path", c.Cwd)
 	}
 	for k, v := range c.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") || strings.IndexByte(v, 0) >= 0 {
@@ -184,7 +189,7 @@ func lookupUser(who string) (cred *syscall.Credential, home, name string, err er
 }
 
 // startError turns a failed fork/exec into an error a person can act on.
-func startError(c *api.Command, argv []string, err error) error {
+func startError(c *api.Command, argv, env []string, err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) && pe.Op == "chdir" {
 		return api.Errorf(api.KindInvalidArgument, "cwd %s: %v", c.Cwd, pe.Err)
@@ -199,6 +204,26 @@ func startError(c *api.Command, argv []string, err error) error {
 		return api.Errorf(api.KindNotFound, "program %s not found", argv[0])
 	case errors.Is(err, fs.ErrPermission):
 		return api.Errorf(api.KindPermissionDenied, "cannot run %s: %v", argv[0], err)
+	case errors.Is(err, syscall.E2BIG):
+		// The same call fails the same way: not retryable, and not the
+		// daemon's environment (env) but the request's size.
+		return api.Errorf(api.KindInvalidArgument,
+			"cannot run %s: its argv and environment together (%d bytes) are too long for the kernel (E2BIG)",
+			argv[0], argvEnvBytes(argv, env)).
+			WithHint("pass long data on stdin or in a file instead of the command line or env")
 	}
 	return api.Errorf(api.KindEnv, "start %s: %w", argv[0], fmt.Errorf("%w", err))
+}
+
+// argvEnvBytes is what argv and env take in the new program's memory: each
+// string and its NUL.
+func argvEnvBytes(argv, env []string) int {
+	n := 0
+	for _, s := range argv {
+		n += len(s) + 1
+	}
+	for _, s := range env {
+		n += len(s) + 1
+	}
+	return n
 }

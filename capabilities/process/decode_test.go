@@ -1,6 +1,7 @@
 package process_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/trycua/cua-spacesd/api"
@@ -24,6 +25,8 @@ func TestParseRequests(t *testing.T) {
 		{"exec both", `{"argv":["true"],"shell":"true"}`, false, parseExec},
 		{"exec negative timeout", `{"argv":["true"],"timeout_ms":-1}`, false, parseExec},
 		{"exec env with =", `{"argv":["true"],"env":{"A=B":"c"}}`, false, parseExec},
+		{"exec relative cwd", `{"argv":["true"],"cwd":"tmp"}`, false, parseExec},
+		{"start relative cwd", `{"argv":["true"],"cwd":"./x"}`, false, parseStart},
 		{"start pty", `{"shell":"bash","pty":{"cols":80,"rows":24},"tag":"x"}`, true, parseStart},
 		{"start pty zero", `{"shell":"bash","pty":{"cols":0,"rows":24}}`, false, parseStart},
 		{"start stdin", `{"argv":["cat"],"stdin":true}`, true, parseStart},
@@ -45,6 +48,16 @@ func TestParseRequests(t *testing.T) {
 				t.Fatalf("%s: err %v, want invalid_argument", tc.in, err)
 			}
 		})
+	}
+}
+
+// A relative cwd is refused up front, saying so; before, it ran into
+// chdir and answered "does not exist".
+func TestRelativeCwdMustBeAbsolute(t *testing.T) {
+	t.Parallel()
+	err := process.ValidateCommand(&api.Command{Argv: []string{"true"}, Cwd: "tmp"})
+	if api.KindOf(err) != api.KindInvalidArgument || !strings.Contains(err.Error(), "must be an absolute path") {
+		t.Fatalf("relative cwd: %v", err)
 	}
 }
 

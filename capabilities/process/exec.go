@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
@@ -21,10 +20,13 @@ const execReadBytes = 64 << 10
 
 // Exec runs a command to completion and answers its output and status. A
 // timeout (or the caller's context ending, or Close) kills the whole tree.
+// Background children of a command that finished live on as a process
+// record (ExecResult.ProcessID) until they are gone.
 //
-// It is the daemon's hot path: one fork/exec, two pipes and their readers,
-// and nothing else per call. The pipes are ours rather than os/exec's so
-// that a late reader never loses output (see copyOutput).
+// It is the daemon's hot path: one fork/exec into a cgroup made ahead (see
+// internal/cgroup's pool), two pipes and their readers, and nothing else
+// per call. The pipes are ours rather than os/exec's so that a late reader
+// never loses output (see copyOutput).
 func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResult, error) {
 	if err := ValidateCommand(&req.Command); err != nil {
 		return nil, err
@@ -73,15 +75,26 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResul
 	if err := m.reserve(); err != nil {
 		return nil, err
 	}
-	defer m.release()
+	id := newID()
+	// The group exists, with its limits, before the command is born in it.
+	grp, err := m.contain.newGroup(id)
+	if err != nil {
+		m.release()
+		return nil, api.Errorf(api.KindEnv, "exec %s: cannot create its cgroup: %w", cmd.Args[0], err)
+	}
 	start := time.Now()
-	err = cmd.Start()
+	err = grp.start(cmd.SysProcAttr, cmd.Start)
 	// The child has its copies; ours must go so EOF comes when it is done.
 	outW.Close()
 	errW.Close()
 	if err != nil {
-		return nil, startError(&req.Command, cmd.Args, err)
+		_ = grp.remove()
+		m.release()
+		return nil, startError(&req.Command, cmd.Args, cmd.Env, err)
 	}
+	m.started(cmd.Process.Pid)
+	startedAt := m.opts.Clock.Now()
+	m.trackExec(grp, true)
 	readersDone := make(chan struct{})
 	stderrDone := make(chan struct{})
 	go func() {
@@ -94,9 +107,11 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResul
 		<-stderrDone
 	}()
 	leader := procgroup.New(cmd.Process.Pid)
-	kill := func() { _ = leader.Signal(syscall.SIGKILL, true) }
+	grp.lead(leader)
+	kill := func() { _ = grp.kill() }
 	// The timer's verdict is read only after the timer is stopped or has
-	// finished: a kill that raced the command's own exit is no timeout.
+	// finished. It is a timeout only while the leader runs: background
+	// children of a command that finished in time live on.
 	var (
 		timedOut  bool
 		timer     *time.Timer
@@ -105,29 +120,109 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResul
 	if req.TimeoutMS > 0 {
 		timer = time.AfterFunc(time.Duration(req.TimeoutMS)*time.Millisecond, func() {
 			defer close(timerDone)
-			timedOut = leader.Signal(syscall.SIGKILL, true) == nil
+			timedOut = leader.WhileRunning(kill)
 		})
 	}
 	stopCaller := context.AfterFunc(ctx, kill)
-	defer stopCaller()
 	stopClose := context.AfterFunc(m.ctx, kill)
-	defer stopClose()
 
 	waitErr := leader.Reap(cmd.Wait)
 	if timer != nil && !timer.Stop() {
 		<-timerDone
 	}
 	waitOutput(readersDone, outputs, ExecWaitDelay)
+	// From here on the caller's leaving kills nothing: what is left of the
+	// tree is the Manager's (see linger).
+	stopCaller()
+	stopClose()
+	cancelled := !timedOut && ctx.Err() != nil
+	if timedOut || cancelled || m.ctx.Err() != nil {
+		kill() // once more: the tree may have forked since
+		waitEmpty([]group{grp}, KillWait)
+	}
 	res := &api.ExecResult{
 		Stdout: stdout.String(), Stderr: stderr.String(),
 		StdoutTruncated: stdout.truncated, StderrTruncated: stderr.truncated,
 		TimedOut: timedOut, DurationMS: time.Since(start).Milliseconds(),
 	}
 	res.ExitCode, res.Signal = exitStatus(cmd.ProcessState, waitErr)
-	if !res.TimedOut && ctx.Err() != nil {
-		return res, api.Errorf(api.KindCancelled, "exec %s: the caller went away; the command was killed", cmd.Args[0])
+	// No more in flight before the group goes back to the tree, which may
+	// hand it to another process once it is recycled.
+	m.trackExec(grp, false)
+	if grp.empty() {
+		if err := grp.remove(); err != nil {
+			m.log.Warn("cannot remove an exec's cgroup", "id", id, "err", err)
+		}
+		m.release()
+	} else {
+		m.linger(id, cmd.Args, leader, grp, startedAt, res)
+	}
+	if cancelled {
+		return res, api.Errorf(api.KindCancelled, "exec %s: %s; the command was killed", cmd.Args[0], cancelReason(ctx))
 	}
 	return res, nil
+}
+
+// cancelReason names why ctx ended: the cause it carries (a rotated token,
+// a shutdown), or that the caller went away.
+func cancelReason(ctx context.Context) string {
+	switch cause := context.Cause(ctx); {
+	case cause == nil, cause == context.Canceled:
+		return "the caller went away"
+	case cause == context.DeadlineExceeded:
+		return "the caller's deadline passed"
+	default:
+		return cause.Error()
+	}
+}
+
+// trackExec adds (or drops) the group of an Exec in flight, so that Close
+// can signal it with the rest.
+func (m *Manager) trackExec(g group, inFlight bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if inFlight {
+		m.execs[g] = struct{}{}
+	} else {
+		delete(m.execs, g)
+	}
+}
+
+// linger keeps the tree of an Exec whose leader exited while background
+// children (`app &`) live on: it becomes a process record, listed with
+// those children, counted against MaxProcesses and killable, until the
+// tree is empty. It keeps the Exec's reservation; res learns its id.
+func (m *Manager) linger(id string, argv []string, leader *procgroup.Leader, grp group, startedAt time.Time, res *api.ExecResult) {
+	done := make(chan struct{})
+	close(done)
+	stdout, stderr := NewRing(1), NewRing(1)
+	stdout.Close()
+	stderr.Close()
+	p := &Process{
+		m: m, id: id, pid: leader.PID(), argv: argv, exec: true, startedAt: startedAt,
+		stdout: stdout, stderr: stderr, leader: leader, grp: grp,
+		leaderDone: done, done: done,
+		exitCode: res.ExitCode, signal: res.Signal, exitAt: m.opts.Clock.Now(),
+	}
+	p.timedOut.Store(res.TimedOut)
+	m.mu.Lock()
+	closed := m.closed
+	if !closed {
+		m.procs[id] = p
+		m.unsettled[p] = struct{}{}
+	}
+	m.mu.Unlock()
+	if closed {
+		// Close ran meanwhile and did not see this tree.
+		_ = grp.kill()
+		waitEmpty([]group{grp}, KillWait)
+		_ = grp.remove()
+		m.release()
+		return
+	}
+	res.ProcessID = id
+	res.Descendants = descendants(grp.members(), p.pid)
+	m.log.Info("background children of an exec live on", "id", id, "pid", p.pid, "descendants", res.Descendants)
 }
 
 // cappedBuffer keeps the first limit bytes written and counts the rest away:

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +60,7 @@ func TestExec(t *testing.T) {
 				t.Fatalf("exec: %v", err)
 			}
 			res.DurationMS = 0
-			if *res != tc.want {
+			if !reflect.DeepEqual(*res, tc.want) {
 				t.Fatalf("got %+v\nwant %+v", *res, tc.want)
 			}
 		})

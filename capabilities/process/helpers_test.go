@@ -3,6 +3,7 @@ package process_test
 import (
 	"context"
 	"io"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +32,11 @@ func (c *heldClock) Add(d time.Duration) {
 
 func newManager(t *testing.T, opts process.Options) *process.Manager {
 	t.Helper()
+	if opts.Containment == "" {
+		// CUA_TEST_CONTAINMENT=off runs the tests on process groups, as a
+		// host without writable cgroups does.
+		opts.Containment = os.Getenv("CUA_TEST_CONTAINMENT")
+	}
 	m := process.NewManager(opts)
 	t.Cleanup(m.Close)
 	return m

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
@@ -38,8 +39,24 @@ const (
 	// exited (a background child holding them) before they are closed and
 	// the process counts as exited.
 	DrainGrace = 2 * time.Second
+	// DefaultStdinStallWait bounds how long a write to a process's stdin
+	// may wait for the process to read: past it the write answers with
+	// what was accepted, rather than hold its caller until the process exits.
+	DefaultStdinStallWait = 10 * time.Second
+	// SettlePoll is how often the janitor looks whether the trees of
+	// exited leaders (their background children) have emptied, to remove
+	// their cgroups and count them no more against MaxProcesses.
+	SettlePoll = time.Second
+	// CloseGrace is how long Close gives every tree after SIGTERM before it
+	// kills what is left (systemd's KillMode=control-group, in small).
+	CloseGrace = 2 * time.Second
+	// KillWait bounds how long Exec waits, after killing a tree (timeout,
+	// caller gone), for the tree to be gone before it answers.
+	KillWait = 2 * time.Second
 	// closeWait bounds how long Close waits for killed processes to be reaped.
 	closeWait = 5 * time.Second
+	// emptyPoll is how often a wait for a killed tree to empty looks.
+	emptyPoll = 5 * time.Millisecond
 )
 
 // Clock is the time source of a Manager, so a test can hold time still.
@@ -61,8 +78,24 @@ type Options struct {
 	ExitRetention       time.Duration
 	MaxExecOutputBytes  int64
 	JanitorInterval     time.Duration
-	Clock               Clock
-	Logger              *slog.Logger
+	// StdinStallWait bounds a stdin write to a process that does not read.
+	StdinStallWait time.Duration
+	Clock          Clock
+	Logger         *slog.Logger
+
+	// Containment is ContainmentAuto ("" too) or ContainmentOff.
+	Containment string
+	// TreePidsMax and TreeMemoryMax bound each process tree (pids.max and
+	// memory.max of its cgroup), ChildrenPidsMax and ChildrenMemoryMax all
+	// trees together. Zero takes the default of internal/cgroup
+	// (DefaultLimits), a negative value enforces none.
+	TreePidsMax, TreeMemoryMax         int64
+	ChildrenPidsMax, ChildrenMemoryMax int64
+	// Display, when set, is the DISPLAY of every child whose request does
+	// not set one: the daemon's display, also when it started its own.
+	// Xauthority, when set, is likewise its XAUTHORITY: the cookie of a
+	// display the daemon started, which lets in nobody else.
+	Display, Xauthority string
 }
 
 func (o *Options) fill() {
@@ -84,6 +117,12 @@ func (o *Options) fill() {
 	if o.JanitorInterval <= 0 {
 		o.JanitorInterval = DefaultJanitorInterval
 	}
+	if o.StdinStallWait <= 0 {
+		o.StdinStallWait = DefaultStdinStallWait
+	}
+	if o.Containment == "" {
+		o.Containment = ContainmentAuto
+	}
 	if o.Clock == nil {
 		o.Clock = realClock{}
 	}
@@ -93,11 +132,17 @@ func (o *Options) fill() {
 }
 
 // Manager runs processes: one-shot Exec and detached ones it remembers
-// until their retention after exit runs out.
+// until their retention after exit runs out. Each runs in a group of its
+// own (a cgroup, or without containment a process group) that holds its
+// whole tree: background children of an exited leader stay listed,
+// counted and killable under the process they came from.
 type Manager struct {
-	opts Options
-	log  *slog.Logger
-	env  []string // children's base environment (BaseEnv)
+	opts    Options
+	log     *slog.Logger
+	env     []string // children's base environment (BaseEnv, DISPLAY)
+	contain containment
+	// resetOOM says children must not inherit the daemon's negative OOM bias.
+	resetOOM bool
 
 	// ctx ends at Close: running Execs and detached processes are killed.
 	ctx    context.Context
@@ -107,6 +152,11 @@ type Manager struct {
 	procs   map[string]*Process
 	running int
 	closed  bool
+	// unsettled are the processes whose tree still holds a reservation
+	// (leader running, or background children left); execs are the
+	// groups of Execs in flight.
+	unsettled map[*Process]struct{}
+	execs     map[group]struct{}
 	// retained are the exited processes that still hold output, oldest
 	// exit first, and retainedBytes their rings' storage.
 	retained      []*Process
@@ -120,13 +170,33 @@ type Manager struct {
 func NewManager(opts Options) *Manager {
 	opts.fill()
 	ctx, cancel := context.WithCancel(context.Background())
+	env := BaseEnv()
+	if opts.Xauthority != "" {
+		env = setEnv(env, "XAUTHORITY", opts.Xauthority)
+	}
+	if opts.Display != "" {
+		env = setEnv(env, "DISPLAY", opts.Display)
+	}
+	contain, err := openContainment(&opts)
+	if err != nil {
+		opts.Logger.Warn("process trees are not contained: they run in process groups, which setsid leaves", "why", err)
+	} else {
+		info := contain.info()
+		opts.Logger.Info("process trees run in cgroups", "mode", info.Mode, "tree_pids_max", info.Group.PidsMax,
+			"tree_memory_max", info.Group.MemoryMax, "children_pids_max", info.All.PidsMax,
+			"children_memory_max", info.All.MemoryMax, "note", info.Note)
+	}
 	m := &Manager{
 		opts:        opts,
 		log:         opts.Logger,
-		env:         BaseEnv(),
+		env:         env,
+		contain:     contain,
+		resetOOM:    protectedFromOOM(),
 		ctx:         ctx,
 		cancel:      cancel,
 		procs:       map[string]*Process{},
+		unsettled:   map[*Process]struct{}{},
+		execs:       map[group]struct{}{},
 		janitorDone: make(chan struct{}),
 	}
 	m.wg.Add(1)
@@ -135,8 +205,23 @@ func NewManager(opts Options) *Manager {
 }
 
 // Limits reports the bounds in force.
-func (m *Manager) Limits() (ringBytes, maxProcesses int, retention time.Duration, maxExecOutput int64) {
-	return m.opts.RingBytes, m.opts.MaxProcesses, m.opts.ExitRetention, m.opts.MaxExecOutputBytes
+func (m *Manager) Limits(l *api.Limits) {
+	l.MaxExecOutputBytes = m.opts.MaxExecOutputBytes
+	l.ProcessRingBytes = int64(m.opts.RingBytes)
+	l.MaxProcesses = m.opts.MaxProcesses
+	l.ExitRetentionSeconds = int(m.opts.ExitRetention.Seconds())
+	info := m.contain.info()
+	l.ProcessContainment = string(info.Mode)
+	l.ProcessContainmentNote = info.Note
+	l.ProcessPidsMax, l.ProcessMemoryMaxBytes = info.Group.PidsMax, info.Group.MemoryMax
+	l.ChildrenPidsMax, l.ChildrenMemoryMaxBytes = info.All.PidsMax, info.All.MemoryMax
+}
+
+// Containment says how process trees are held ("cgroup2", "hybrid",
+// "cgroup1" or "off") and, when something is missing, why.
+func (m *Manager) Containment() (mode, note string) {
+	info := m.contain.info()
+	return string(info.Mode), info.Note
 }
 
 // Running is how many processes run now: detached ones and Execs in flight.
@@ -186,6 +271,9 @@ func (m *Manager) Reap() int {
 	defer m.mu.Unlock()
 	n := 0
 	for id, p := range m.procs {
+		if _, live := m.unsettled[p]; live {
+			continue // its tree lives on: still listed, counted and killable
+		}
 		if at, ok := p.exitedAt(); ok && now.Sub(at) >= m.opts.ExitRetention {
 			delete(m.procs, id)
 			n++
@@ -226,10 +314,14 @@ func (m *Manager) janitor() {
 	defer m.wg.Done()
 	t := time.NewTicker(m.opts.JanitorInterval)
 	defer t.Stop()
+	settle := time.NewTicker(SettlePoll)
+	defer settle.Stop()
 	for {
 		select {
 		case <-m.ctx.Done():
 			return
+		case <-settle.C:
+			m.settleAll()
 		case <-t.C:
 			if n := m.Reap(); n > 0 {
 				m.log.Debug("forgot exited processes past retention", "count", n)
@@ -238,9 +330,25 @@ func (m *Manager) janitor() {
 	}
 }
 
-// Close kills every running process group (a hard shutdown: the daemon is
-// going away and nobody could reach them any more), waits for them to be
-// reaped, and stops the janitor.
+// settleAll settles every process whose tree may have emptied.
+func (m *Manager) settleAll() {
+	m.mu.Lock()
+	ps := make([]*Process, 0, len(m.unsettled))
+	for p := range m.unsettled {
+		ps = append(ps, p)
+	}
+	m.mu.Unlock()
+	for _, p := range ps {
+		p.settle()
+	}
+}
+
+// Close ends every process tree the Manager started (the daemon is going
+// away and nobody could reach them any more), as systemd's
+// KillMode=control-group does: SIGTERM to every process of every tree,
+// CloseGrace for them to exit, then SIGKILL through the cgroup to what is
+// left. It then waits for the leaders to be reaped, removes the cgroups
+// and stops the janitor.
 func (m *Manager) Close() {
 	m.mu.Lock()
 	if m.closed {
@@ -248,14 +356,23 @@ func (m *Manager) Close() {
 		return
 	}
 	m.closed = true
-	ps := make([]*Process, 0, len(m.procs))
-	for _, p := range m.procs {
+	var trees []group
+	ps := make([]*Process, 0, len(m.unsettled))
+	for p := range m.unsettled {
 		ps = append(ps, p)
+		trees = append(trees, p.grp)
+	}
+	for g := range m.execs {
+		trees = append(trees, g)
 	}
 	m.mu.Unlock()
-	m.cancel()
-	for _, p := range ps {
-		p.killGroup()
+	for _, g := range trees {
+		_ = g.signal(syscall.SIGTERM)
+	}
+	waitEmpty(trees, CloseGrace)
+	m.cancel() // Execs in flight kill their trees; the janitor stops
+	for _, g := range trees {
+		_ = g.kill()
 	}
 	done := make(chan struct{})
 	go func() { m.wg.Wait(); close(done) }()
@@ -263,6 +380,30 @@ func (m *Manager) Close() {
 	case <-done:
 	case <-time.After(closeWait):
 		m.log.Warn("processes still not reaped after close", "wait", closeWait)
+	}
+	waitEmpty(trees, closeWait)
+	for _, p := range ps {
+		p.settle()
+	}
+	if err := m.contain.close(); err != nil {
+		m.log.Warn("removing the process cgroups", "err", err)
+	}
+}
+
+// waitEmpty waits until every tree is empty, at most wait.
+func waitEmpty(trees []group, wait time.Duration) {
+	deadline := time.Now().Add(wait)
+	for _, g := range trees {
+		for !g.empty() && time.Now().Before(deadline) {
+			time.Sleep(emptyPoll)
+		}
+	}
+}
+
+// started is called with the leader's pid of every process that started.
+func (m *Manager) started(pid int) {
+	if m.resetOOM {
+		unprotectOOM(pid)
 	}
 }
 

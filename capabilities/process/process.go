@@ -1,9 +1,7 @@
 package process
 
 import (
-	"context"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"sync"
@@ -46,17 +44,33 @@ type Process struct {
 	stdin       *os.File
 	stdinMu     sync.Mutex // one writer at a time, so writes do not interleave
 	stdinClosed bool
+	// ttyLine is the length of the terminal's current input line (since
+	// the last end of line we wrote), guarded by stdinMu.
+	ttyLine int
 
 	timer     *time.Timer
 	timerDone chan struct{} // closed when the timer's kill has run
 	timedOut  atomic.Bool
 
 	readers sync.WaitGroup
-	done    chan struct{} // closed once exited: status set, rings closed
+	// leaderDone is closed once the leader has exited (status set); done
+	// once the process counts as exited: leader gone and output drained.
+	leaderDone chan struct{}
+	done       chan struct{}
 
-	// leader signals the group, and stops doing so once the leader may be
+	// leader signals the leader alone, and stops doing so once it may be
 	// reaped (its pid could then be someone else's).
 	leader *procgroup.Leader
+	// grp holds the whole tree; the tree lives on, listed and killable,
+	// after the leader's exit while background children are left in it.
+	grp group
+	// exec marks the record of an Exec whose background children outlived it.
+	exec bool
+
+	// settleMu orders settle calls; settled says the tree is gone, its
+	// group removed and its reservation released.
+	settleMu sync.Mutex
+	settled  atomic.Bool
 
 	mu       sync.Mutex
 	exitCode int
@@ -72,6 +86,31 @@ func (p *Process) PID() int { return p.pid }
 
 // Done is closed when the process has exited and all its output is in the rings.
 func (p *Process) Done() <-chan struct{} { return p.done }
+
+// LeaderExited is closed as soon as the leader has exited, before its
+// output is drained; ExitStatus then answers.
+func (p *Process) LeaderExited() <-chan struct{} { return p.leaderDone }
+
+// ExitStatus is the leader's exit code and signal name, once LeaderExited.
+func (p *Process) ExitStatus() (code int, signal string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exitCode, p.signal
+}
+
+// Holds reports whether pid is the process or a process of its tree.
+func (p *Process) Holds(pid int) bool {
+	return pid == p.pid || (!p.settled.Load() && p.grp.holds(pid))
+}
+
+// CgroupDirs are the directories of the process's cgroups, one per
+// hierarchy; none without containment, or once the tree is gone.
+func (p *Process) CgroupDirs() []string {
+	if p.settled.Load() {
+		return nil
+	}
+	return p.grp.dirs()
+}
 
 // Output is the ring of one stream (with a PTY, stderr stays empty).
 func (p *Process) Output(s api.Stream) (*Ring, error) {
@@ -98,7 +137,7 @@ func (p *Process) exitedAt() (time.Time, bool) {
 // Info describes the process now.
 func (p *Process) Info() api.ProcessInfo {
 	info := api.ProcessInfo{
-		ID: p.id, PID: p.pid, Argv: p.argv, Tag: p.tag, PTY: p.tty != nil,
+		ID: p.id, PID: p.pid, Argv: p.argv, Tag: p.tag, PTY: p.tty != nil, Exec: p.exec,
 		State: api.StateRunning, TimedOut: p.timedOut.Load(), StartedAt: p.startedAt,
 		StdoutBytes: p.stdout.End(), StderrBytes: p.stderr.End(),
 	}
@@ -108,6 +147,12 @@ func (p *Process) Info() api.ProcessInfo {
 		info.State, info.ExitCode, info.Signal, info.ExitedAt = api.StateExited, &code, p.signal, &at
 		p.mu.Unlock()
 	}
+	if !p.settled.Load() {
+		info.Descendants = descendants(p.grp.members(), p.pid)
+		if len(info.Descendants) == 0 && info.State == api.StateExited {
+			p.settle() // the tree just emptied: no need to wait for the janitor
+		}
+	}
 	return info
 }
 
@@ -115,12 +160,23 @@ func (p *Process) errExited() error {
 	return api.Errorf(api.KindInvalidArgument, "process %s has exited", p.id).WithHint("read its status with GET /v1/processes/" + p.id)
 }
 
-// Signal sends sig to the process's whole group, or to the leader only.
-// Once the leader has exited the signal is refused: its pid may already
-// name another process.
-func (p *Process) Signal(sig syscall.Signal, group bool) error {
-	if err := p.leader.Signal(sig, group); err != nil {
-		if errors.Is(err, syscall.ESRCH) || errors.Is(err, procgroup.ErrReaped) {
+// Signal sends sig to every process of the tree (tree), or to the leader
+// only. SIGKILL to the tree kills it through its cgroup. A tree outlives
+// its leader while background children are left in it, and stays
+// signallable through its cgroup (never through a pid that may have been
+// reused); the leader alone is refused once it has exited.
+func (p *Process) Signal(sig syscall.Signal, tree bool) error {
+	var err error
+	switch {
+	case !tree:
+		err = p.leader.Signal(sig, false)
+	case p.settled.Load():
+		return p.errExited()
+	default:
+		err = p.grp.signal(sig)
+	}
+	if err != nil {
+		if gone(err) || errors.Is(err, errTreeGone) {
 			return p.errExited()
 		}
 		return api.Errorf(api.KindEnv, "signal %s to process %s: %w", SignalName(sig), p.id, err)
@@ -128,8 +184,34 @@ func (p *Process) Signal(sig syscall.Signal, group bool) error {
 	return nil
 }
 
-// killGroup kills the whole tree: the leader and everything in its group.
-func (p *Process) killGroup() { _ = p.leader.Signal(syscall.SIGKILL, true) }
+// killTree kills the whole tree: the leader and everything it started.
+func (p *Process) killTree() { _ = p.grp.kill() }
+
+// settle ends the process's hold on the Manager once its leader has exited
+// and its tree is empty: the group is removed and the process counts no
+// more against MaxProcesses. It answers whether that is done.
+func (p *Process) settle() bool {
+	p.settleMu.Lock()
+	defer p.settleMu.Unlock()
+	if p.settled.Load() {
+		return true
+	}
+	select {
+	case <-p.leaderDone:
+	default:
+		return false
+	}
+	if !p.grp.empty() {
+		return false
+	}
+	if err := p.grp.remove(); err != nil {
+		p.m.log.Debug("cannot remove the group of an exited process yet", "id", p.id, "err", err)
+		return false
+	}
+	p.settled.Store(true)
+	p.m.settled(p)
+	return true
+}
 
 // Resize changes the terminal size of a PTY process.
 func (p *Process) Resize(size api.PTYSize) error {
@@ -164,69 +246,6 @@ func (p *Process) Resize(size api.PTYSize) error {
 	return nil
 }
 
-// WriteStdin copies r to the process's stdin until r ends or ctx is done;
-// closeAfter then closes stdin (types ^D on a PTY).
-func (p *Process) WriteStdin(ctx context.Context, r io.Reader, closeAfter bool) (int64, error) {
-	if p.stdin == nil {
-		return 0, api.Errorf(api.KindInvalidArgument, "process %s was started without stdin (start it with stdin or pty)", p.id)
-	}
-	p.stdinMu.Lock()
-	defer p.stdinMu.Unlock()
-	if p.stdinClosed {
-		return 0, api.Errorf(api.KindInvalidArgument, "stdin of process %s is already closed", p.id)
-	}
-	// A process that does not read blocks the write; the caller's context
-	// must still end it, so it moves the write deadline into the past.
-	fired := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
-		defer close(fired)
-		_ = p.stdin.SetWriteDeadline(time.Unix(1, 0))
-	})
-	n, err := io.Copy(p.stdin, r)
-	if !stop() {
-		<-fired
-		_ = p.stdin.SetWriteDeadline(time.Time{})
-	}
-	if err != nil {
-		switch {
-		case ctx.Err() != nil:
-			return n, api.Errorf(api.KindCancelled, "stdin of process %s: write cancelled after %d bytes", p.id, n)
-		case errors.Is(err, os.ErrClosed), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.EIO):
-			return n, api.Errorf(api.KindInvalidArgument, "process %s no longer reads stdin (it exited or closed it) after %d bytes", p.id, n)
-		}
-		return n, api.Errorf(api.KindEnv, "stdin of process %s: %w", p.id, err)
-	}
-	if closeAfter {
-		return n, p.closeStdinLocked()
-	}
-	return n, nil
-}
-
-// CloseStdin closes the process's stdin (types ^D on a PTY).
-func (p *Process) CloseStdin() error {
-	if p.stdin == nil {
-		return api.Errorf(api.KindInvalidArgument, "process %s was started without stdin", p.id)
-	}
-	p.stdinMu.Lock()
-	defer p.stdinMu.Unlock()
-	if p.stdinClosed {
-		return nil
-	}
-	return p.closeStdinLocked()
-}
-
-func (p *Process) closeStdinLocked() error {
-	if p.tty != nil {
-		if _, err := p.tty.Write([]byte{eot}); err != nil {
-			return p.errExited()
-		}
-		return nil
-	}
-	p.stdinClosed = true
-	_ = p.stdin.Close()
-	return nil
-}
-
 // pump copies one output pipe into its ring until the pipe ends.
 func (p *Process) pump(f *os.File, ring *Ring) {
 	defer p.readers.Done()
@@ -244,6 +263,10 @@ func (p *Process) wait(outputs []*os.File) {
 		<-p.timerDone
 	}
 	code, sig := exitStatus(p.cmd.ProcessState, err)
+	p.mu.Lock()
+	p.exitCode, p.signal = code, sig
+	p.mu.Unlock()
+	close(p.leaderDone)
 
 	// A background child may hold the output open: after DrainGrace the
 	// process counts as exited; what it wrote until then is kept.
@@ -259,7 +282,7 @@ func (p *Process) wait(outputs []*os.File) {
 	}
 
 	p.mu.Lock()
-	p.exitCode, p.signal, p.exitAt = code, sig, p.m.opts.Clock.Now()
+	p.exitAt = p.m.opts.Clock.Now()
 	p.mu.Unlock()
 	p.m.exited(p)
 	close(p.done)

@@ -31,7 +31,12 @@ func (m *Manager) Start(req api.StartRequest) (*Process, error) {
 	p := &Process{
 		m: m, id: newID(), argv: cmd.Args, tag: req.Tag,
 		stdout: NewRing(m.opts.RingBytes), stderr: NewRing(m.opts.RingBytes),
-		cmd: cmd, done: make(chan struct{}),
+		cmd: cmd, leaderDone: make(chan struct{}), done: make(chan struct{}),
+	}
+	// The group exists, with its limits, before the process is born in it.
+	if p.grp, err = m.contain.newGroup(p.id); err != nil {
+		m.release()
+		return nil, api.Errorf(api.KindEnv, "start %s: cannot create its cgroup: %w", cmd.Args[0], err)
 	}
 	var outputs []*os.File
 	if req.PTY != nil {
@@ -40,17 +45,22 @@ func (m *Manager) Start(req api.StartRequest) (*Process, error) {
 		outputs, err = p.startPipes(cmd, req.Stdin)
 	}
 	if err != nil {
+		_ = p.grp.remove()
 		m.release()
-		return nil, startError(&req.Command, cmd.Args, err)
+		return nil, startError(&req.Command, cmd.Args, cmd.Env, err)
 	}
 	p.pid = cmd.Process.Pid
+	m.started(p.pid)
 	p.leader = procgroup.New(p.pid)
+	p.grp.lead(p.leader)
 	p.startedAt = m.opts.Clock.Now()
 	if req.TimeoutMS > 0 {
 		p.timerDone = make(chan struct{})
 		p.timer = time.AfterFunc(time.Duration(req.TimeoutMS)*time.Millisecond, func() {
 			defer close(p.timerDone)
-			if p.leader.Signal(syscall.SIGKILL, true) == nil {
+			// A timeout only while the leader runs: background children
+			// of a leader that exited in time live on.
+			if p.leader.WhileRunning(p.killTree) {
 				p.timedOut.Store(true)
 			}
 		})
@@ -58,13 +68,14 @@ func (m *Manager) Start(req api.StartRequest) (*Process, error) {
 
 	m.mu.Lock()
 	m.procs[p.id] = p
+	m.unsettled[p] = struct{}{}
 	closed := m.closed
 	m.mu.Unlock()
 	m.wg.Add(1)
 	go p.wait(outputs)
 	if closed {
 		// Close ran between reserve and here; it did not see p.
-		p.killGroup()
+		p.killTree()
 	}
 	m.log.Info("process started", "id", p.id, "pid", p.pid, "pty", req.PTY != nil, "tag", req.Tag)
 	return p, nil
@@ -73,7 +84,11 @@ func (m *Manager) Start(req api.StartRequest) (*Process, error) {
 // startPTY runs cmd on a new PTY, in its own session (hence its own group).
 func (p *Process) startPTY(cmd *exec.Cmd, size api.PTYSize) ([]*os.File, error) {
 	attrs := &syscall.SysProcAttr{Setsid: true, Setctty: true, Credential: cmd.SysProcAttr.Credential}
-	tty, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: size.Cols, Rows: size.Rows}, attrs)
+	var tty *os.File
+	err := p.grp.start(attrs, func() (err error) {
+		tty, err = pty.StartWithAttrs(cmd, &pty.Winsize{Cols: size.Cols, Rows: size.Rows}, attrs)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +150,7 @@ func (p *Process) startPipes(cmd *exec.Cmd, withStdin bool) ([]*os.File, error) 
 		opened = append(opened, inR, inW)
 		cmd.Stdin = inR
 	}
-	if err := cmd.Start(); err != nil {
+	if err := p.grp.start(cmd.SysProcAttr, cmd.Start); err != nil {
 		return fail(err)
 	}
 	// The child has its copies; ours of the child's ends must go, or the
@@ -152,8 +167,15 @@ func (p *Process) startPipes(cmd *exec.Cmd, withStdin bool) ([]*os.File, error) 
 	return []*os.File{outR, errR}, nil
 }
 
-// reserve counts a process against MaxProcesses before it starts.
+// reserve counts a process against MaxProcesses before it starts. At the
+// limit it first settles the trees that emptied since the janitor looked.
 func (m *Manager) reserve() error {
+	m.mu.Lock()
+	full := m.running >= m.opts.MaxProcesses
+	m.mu.Unlock()
+	if full {
+		m.settleAll()
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -161,8 +183,8 @@ func (m *Manager) reserve() error {
 	}
 	if m.running >= m.opts.MaxProcesses {
 		return api.Errorf(api.KindLimitExceeded,
-			"%d processes are running, the most this daemon runs at once", m.running).
-			WithHint("wait for some to exit, or signal them")
+			"%d processes are running (or their background children are), the most this daemon runs at once", m.running).
+			WithHint("wait for some to exit, or signal them (GET /v1/processes lists them)")
 	}
 	m.running++
 	return nil
@@ -174,9 +196,21 @@ func (m *Manager) release() {
 	m.mu.Unlock()
 }
 
-// exited is called once per process when it has exited.
+// exited is called once per process when it has exited. Its reservation
+// stays until its tree is gone too (settle).
 func (m *Manager) exited(p *Process) {
-	m.release()
 	m.retainOutput(p)
-	m.log.Info("process exited", "id", p.id, "pid", p.pid, "code", p.exitCode, "signal", p.signal, "timed_out", p.timedOut.Load())
+	code, sig := p.ExitStatus()
+	m.log.Info("process exited", "id", p.id, "pid", p.pid, "code", code, "signal", sig, "timed_out", p.timedOut.Load())
+	if !p.settle() {
+		m.log.Info("background children of an exited process live on", "id", p.id, "descendants", len(p.grp.members()))
+	}
+}
+
+// settled is called once per process when its tree is gone.
+func (m *Manager) settled(p *Process) {
+	m.mu.Lock()
+	delete(m.unsettled, p)
+	m.running--
+	m.mu.Unlock()
 }

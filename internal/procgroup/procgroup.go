@@ -19,13 +19,27 @@ var ErrReaped = errors.New("the process has exited and was reaped")
 
 // Leader is the leader of a process group we started (Setpgid or Setsid).
 type Leader struct {
-	mu     sync.Mutex
-	pid    int
-	reaped bool
+	// running is held (read) by WhileRunning callers and (write) by the
+	// reap's mark, so the mark waits for them; mu guards reaped.
+	running sync.RWMutex
+	mu      sync.Mutex
+	pid     int
+	reaped  bool
 }
 
 // New guards the group led by pid.
 func New(pid int) *Leader { return &Leader{pid: pid} }
+
+// PID is the leader's pid, which is also the group's id.
+func (l *Leader) PID() int { return l.pid }
+
+// Reaped reports whether the leader has exited (and may be reaped): from
+// then on its pid no longer names our group.
+func (l *Leader) Reaped() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reaped
+}
 
 // Signal sends sig to the whole group (group) or to the leader only. It
 // holds the lock across the kill so that the reap cannot slip in between.
@@ -46,6 +60,18 @@ func (l *Leader) Signal(sig syscall.Signal, group bool) error {
 	return syscall.Kill(target, sig)
 }
 
+// WhileRunning runs f unless the leader may have been reaped, and keeps
+// the reap from being marked while f runs; it answers whether f ran. A timeout uses it: it is a timeout only while the leader runs.
+func (l *Leader) WhileRunning(f func()) bool {
+	l.running.RLock()
+	defer l.running.RUnlock()
+	if l.Reaped() {
+		return false
+	}
+	f() // may signal through l: the lock it takes is mu, not running
+	return true
+}
+
 // Reap reaps the leader with wait (exec.Cmd.Wait) and marks it reaped, so
 // that no signal can go out under a pid that may already be someone else's.
 // On Linux the mark is set while the exited leader is still an unreaped
@@ -61,6 +87,8 @@ func (l *Leader) Reap(wait func() error) error {
 }
 
 func (l *Leader) markReaped() {
+	l.running.Lock()
+	defer l.running.Unlock()
 	l.mu.Lock()
 	l.reaped = true
 	l.mu.Unlock()

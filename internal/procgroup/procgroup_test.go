@@ -49,3 +49,24 @@ func TestRefusesPidOneAndZero(t *testing.T) {
 		}
 	}
 }
+
+// WhileRunning runs its function (which may signal through the leader)
+// while the leader runs, and not once the leader may have been reaped.
+func TestWhileRunning(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", "sleep 0.05")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	l := procgroup.New(cmd.Process.Pid)
+	var err error
+	if !l.WhileRunning(func() { err = l.Signal(0, true) }) || err != nil {
+		t.Fatalf("while running: ran=false or signal %v", err)
+	}
+	if err := l.Reap(cmd.Wait); err != nil {
+		t.Fatal(err)
+	}
+	if l.WhileRunning(func() { t.Error("ran after the reap") }) || !l.Reaped() {
+		t.Fatal("WhileRunning ran after the reap")
+	}
+}

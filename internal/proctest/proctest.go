@@ -80,6 +80,18 @@ func AssertGroupGone(t testing.TB, pgid int) {
 	}
 }
 
+// Live lists the live pids whose command line holds marker.
+func Live(marker string) []int {
+	var out []int
+	for _, pid := range pids() {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if err == nil && strings.Contains(string(b), marker) && Alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
 // FindProcess waits until a process whose command line holds marker runs,
 // and returns its pid.
 func FindProcess(t testing.TB, marker string) int {

@@ -5,8 +5,11 @@
 package daemon
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/capabilities/process"
 	"github.com/trycua/cua-spacesd/spacesd/desktopsvc"
@@ -22,9 +25,13 @@ type Options struct {
 	// Auth decides who may call; nil means no token (loopback only).
 	Auth   *server.Auth
 	Logger *slog.Logger
-	// Display is the X display for the desktop features ("" = none).
+	// Display is the X display for the desktop features ("" = none); the
+	// processes the daemon starts get it as DISPLAY unless they set one.
 	Display string
-	// Process adjusts the process manager (limits, clock).
+	// Xauthority is the cookie file of Display when the daemon started
+	// that display itself (--xvfb): the desktop and every child use it.
+	Xauthority string
+	// Process adjusts the process manager (limits, containment, clock).
 	Process process.Options
 	// Files adjusts the files service (its state directory).
 	Files filesvc.Options
@@ -41,8 +48,19 @@ func New(o Options) (*server.Server, error) {
 	if po.Logger == nil {
 		po.Logger = o.Logger.With("capability", "process")
 	}
+	if po.Display == "" {
+		po.Display = o.Display
+	}
+	if po.Xauthority == "" {
+		po.Xauthority = o.Xauthority
+	}
 	procs := process.NewManager(po)
-	desk := desktop.New(desktop.Options{Display: o.Display, Logger: o.Logger.With("capability", "desktop")})
+	desk := desktop.New(desktop.Options{
+		Display:    o.Display,
+		Xauthority: o.Xauthority,
+		Logger:     o.Logger.With("capability", "desktop"),
+		Launcher:   appLauncher{procs},
+	})
 	return server.New(server.Config{
 		Version: o.Version,
 		Auth:    o.Auth,
@@ -57,4 +75,45 @@ func New(o Options) (*server.Server, error) {
 			streamsvc.New(desk, o.Stream),
 		},
 	})
+}
+
+// appLauncher starts launch_app's apps as processes of the manager: each
+// contained with everything it starts, listed (tag desktop.LaunchTag) and
+// killable like any other process.
+type appLauncher struct{ m *process.Manager }
+
+func (l appLauncher) Launch(_ context.Context, app desktop.AppSpec) (desktop.LaunchedApp, error) {
+	env := make(map[string]string, len(app.Env)+1)
+	for k, v := range app.Env {
+		env[k] = v
+	}
+	if _, set := env["DISPLAY"]; !set && app.Display != "" {
+		env["DISPLAY"] = app.Display
+	}
+	p, err := l.m.Start(api.StartRequest{
+		Command: api.Command{Argv: app.Argv, Env: env, Cwd: app.Cwd},
+		Tag:     desktop.LaunchTag,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return launchedApp{p}, nil
+}
+
+type launchedApp struct{ p *process.Process }
+
+func (a launchedApp) ID() string              { return a.p.ID() }
+func (a launchedApp) PID() int                { return a.p.PID() }
+func (a launchedApp) Holds(pid int) bool      { return a.p.Holds(pid) }
+func (a launchedApp) Exited() <-chan struct{} { return a.p.LeaderExited() }
+
+// Err says how the app's process ended, in os/exec's words.
+func (a launchedApp) Err() error {
+	switch code, sig := a.p.ExitStatus(); {
+	case sig != "":
+		return fmt.Errorf("signal: %s", sig)
+	case code != 0:
+		return fmt.Errorf("exit status %d", code)
+	}
+	return nil
 }

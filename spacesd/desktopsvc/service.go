@@ -35,6 +35,7 @@ func (s *Service) Routes() []server.Route {
 		{Method: http.MethodPost, Path: api.PathWindowActivate, Feature: api.FeatureWindows, Body: json, Handler: s.activate},
 		{Method: http.MethodPost, Path: api.PathWindowClose, Feature: api.FeatureWindows, Body: json, Handler: s.closeWindow},
 		{Method: http.MethodPost, Path: api.PathWindowGeometry, Feature: api.FeatureWindows, Body: json, Handler: s.geometry},
+		{Method: http.MethodPost, Path: api.PathWindowState, Feature: api.FeatureWindows, Body: json, Handler: s.windowState},
 		{Method: http.MethodPost, Path: api.PathAppsLaunch, Feature: api.FeatureLaunchApp, Body: json, Handler: httpapi.BodyRoute(s.launch)},
 		{Method: http.MethodGet, Path: api.PathScreenshot, Feature: api.FeatureScreenshot, Handler: s.screenshot},
 		{Method: http.MethodPost, Path: api.PathInputMove, Feature: api.FeatureInput, Body: json, Handler: httpapi.BodyRoute(s.move)},

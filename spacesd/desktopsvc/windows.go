@@ -61,6 +61,21 @@ func (s *Service) geometry(w http.ResponseWriter, r *http.Request) {
 	httpapi.Answer(w, win, err)
 }
 
+func (s *Service) windowState(w http.ResponseWriter, r *http.Request) {
+	id, err := windowID(r)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	req, err := httpapi.DecodeBody[api.WindowStateRequest](r)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	win, err := s.d.SetWindowState(r.Context(), id, req.State)
+	httpapi.Answer(w, win, err)
+}
+
 func (s *Service) launch(r *http.Request, req api.LaunchRequest) (*api.LaunchResult, error) {
 	return s.d.LaunchApp(r.Context(), req)
 }

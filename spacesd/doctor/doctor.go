@@ -19,6 +19,7 @@ import (
 
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/capabilities/process"
+	"github.com/trycua/cua-spacesd/internal/cgroup"
 	"github.com/trycua/cua-spacesd/media/vp8"
 )
 
@@ -75,6 +76,7 @@ var Checks = []Check{
 	{"disk space", checkDisk},
 	{"shell", checkShell},
 	{"pty", checkPTY},
+	{"containment", checkContainment},
 	{"display", checkDisplay},
 	{"video encoder", checkEncoder},
 	{"relay", checkRelay},
@@ -193,6 +195,37 @@ func checkShell(ctx context.Context, _ Options) Result {
 		return Result{Status: Fail, Detail: fmt.Sprintf("/bin/sh does not run: %v", err), Fix: "install a POSIX shell at /bin/sh"}
 	}
 	return Result{Status: Pass, Detail: "/bin/sh runs commands"}
+}
+
+// checkContainment builds the cgroup subtree the daemon would hold its
+// process trees in, reports what it found, and removes it again. Without
+// cgroups the daemon still runs (process groups), hence a warning.
+func checkContainment(_ context.Context, _ Options) Result {
+	t, err := cgroup.Open(cgroup.Config{})
+	if err != nil {
+		return Result{Status: Warn, Detail: "no cgroups: " + err.Error() + "; processes are held in process groups, which setsid leaves",
+			Fix: "run cua-spacesd as root, or under systemd with Delegate=yes (packaging/systemd)"}
+	}
+	defer t.Close()
+	info := t.Info()
+	limits := fmt.Sprintf("pids.max %s, memory.max %s per process tree", limitText(info.Group.PidsMax, false), limitText(info.Group.MemoryMax, true))
+	switch {
+	case info.Mode == cgroup.ModeOff:
+		return Result{Status: Warn, Detail: "off: " + info.Note, Fix: "run cua-spacesd as root, or under systemd with Delegate=yes (packaging/systemd)"}
+	case info.Note != "":
+		return Result{Status: Warn, Detail: string(info.Mode) + ", " + limits + "; " + info.Note}
+	}
+	return Result{Status: Pass, Detail: string(info.Mode) + ", " + limits}
+}
+
+func limitText(v int64, bytes bool) string {
+	switch {
+	case v <= 0:
+		return "not enforced"
+	case bytes:
+		return humanBytes(v)
+	}
+	return fmt.Sprint(v)
 }
 
 // checkPTY asks the probe the daemon's pty feature uses.

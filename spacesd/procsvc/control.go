@@ -9,8 +9,8 @@ import (
 	"github.com/trycua/cua-spacesd/spacesd/httpapi"
 )
 
-// handleStdin writes the raw body to a process's stdin:
-// POST /v1/processes/{id}/stdin[?close=true].
+// handleStdin writes the raw body to a process's stdin and answers how many
+// bytes the process accepted: POST /v1/processes/{id}/stdin[?close=true].
 func (s *Service) handleStdin(w http.ResponseWriter, r *http.Request) {
 	closeAfter, err := httpapi.QueryBool(r, "close")
 	if err != nil {
@@ -24,10 +24,10 @@ func (s *Service) handleStdin(w http.ResponseWriter, r *http.Request) {
 	}
 	n, err := p.WriteStdin(r.Context(), r.Body, closeAfter)
 	s.bytesIn.Add(n)
-	httpapi.Answer(w, httpapi.NoContent{}, err)
+	httpapi.Answer(w, api.StdinResult{Bytes: n}, err)
 }
 
-// signal signals a process (its whole group unless group is false):
+// signal signals a process (its whole tree unless group is false):
 // POST /v1/processes/{id}/signal.
 func (s *Service) signal(r *http.Request, req api.SignalRequest) (httpapi.NoContent, error) {
 	sig, err := process.ParseSignal(req.Signal)

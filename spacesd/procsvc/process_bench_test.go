@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/capabilities/process"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -30,26 +31,32 @@ func (m *medianTimer) report(b *testing.B) {
 }
 
 // BenchmarkExecTrueHTTP is POST /v1/exec of /bin/true through api.Client
-// against a real daemon on loopback: the whole path a caller pays.
+// against a real daemon on loopback: the whole path a caller pays, with
+// each command in a cgroup of its own (containment=auto) and, to measure
+// what that costs, in a process group only (containment=off).
 func BenchmarkExecTrueHTTP(b *testing.B) {
-	c := spacesdtest.Start(b, spacesdtest.Options{}).Client
-	req := api.ExecRequest{Command: api.Command{Argv: []string{"/bin/true"}}}
-	ctx := b.Context()
-	if _, err := c.Exec(ctx, req); err != nil { // warm the connection
-		b.Fatal(err)
-	}
-	var m medianTimer
-	b.ResetTimer()
-	for b.Loop() {
-		m.time(func() {
-			res, err := c.Exec(ctx, req)
-			if err != nil || res.ExitCode != 0 {
-				b.Fatalf("exec: %v %+v", err, res)
+	for _, mode := range []string{process.ContainmentAuto, process.ContainmentOff} {
+		b.Run("containment="+mode, func(b *testing.B) {
+			c := spacesdtest.Start(b, spacesdtest.Options{Process: process.Options{Containment: mode}}).Client
+			req := api.ExecRequest{Command: api.Command{Argv: []string{"/bin/true"}}}
+			ctx := b.Context()
+			if _, err := c.Exec(ctx, req); err != nil { // warm the connection
+				b.Fatal(err)
 			}
+			var m medianTimer
+			b.ResetTimer()
+			for b.Loop() {
+				m.time(func() {
+					res, err := c.Exec(ctx, req)
+					if err != nil || res.ExitCode != 0 {
+						b.Fatalf("exec: %v %+v", err, res)
+					}
+				})
+			}
+			b.StopTimer()
+			m.report(b)
 		})
 	}
-	b.StopTimer()
-	m.report(b)
 }
 
 // BenchmarkForkExecTrue is os/exec of /bin/true with nothing around it: the

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -43,7 +44,7 @@ func TestExecHTTP(t *testing.T) {
 				t.Fatal(err)
 			}
 			res.DurationMS = 0
-			if *res != tc.want {
+			if !reflect.DeepEqual(*res, tc.want) {
 				t.Fatalf("got %+v\nwant %+v", *res, tc.want)
 			}
 		})
@@ -103,8 +104,8 @@ func TestProcessLifecycleHTTP(t *testing.T) {
 	if info.State != api.StateRunning || info.PID == 0 || info.Tag != "life" {
 		t.Fatalf("start info %+v", info)
 	}
-	if err := c.WriteStdin(ctx, info.ID, []byte("over http\n"), false); err != nil {
-		t.Fatal(err)
+	if res, err := c.WriteStdin(ctx, info.ID, []byte("over http\n"), false); err != nil || res.Bytes != int64(len("over http\n")) {
+		t.Fatalf("stdin answered %+v, %v", res, err)
 	}
 	s, err := c.StreamProcess(ctx, info.ID, 0, 0)
 	if err != nil {
@@ -148,7 +149,7 @@ func TestProcessLifecycleHTTP(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].ID != info.ID {
 		t.Fatalf("list %+v, %v", list, err)
 	}
-	if err := c.WriteStdin(ctx, info.ID, []byte("late"), false); api.KindOf(err) != api.KindInvalidArgument {
+	if _, err := c.WriteStdin(ctx, info.ID, []byte("late"), false); api.KindOf(err) != api.KindInvalidArgument {
 		t.Fatalf("stdin after exit: %v", err)
 	}
 	if err := c.Signal(ctx, info.ID, "TERM"); api.KindOf(err) != api.KindInvalidArgument {

@@ -69,13 +69,7 @@ func (s *Service) Features() map[api.Feature]server.Probe {
 }
 
 // Limits of the process manager.
-func (s *Service) Limits(l *api.Limits) {
-	ring, maxProcs, retention, maxExec := s.m.Limits()
-	l.MaxExecOutputBytes = maxExec
-	l.ProcessRingBytes = int64(ring)
-	l.MaxProcesses = maxProcs
-	l.ExitRetentionSeconds = int(retention.Seconds())
-}
+func (s *Service) Limits(l *api.Limits) { s.m.Limits(l) }
 
 // Close is the hard shutdown: every running process tree is killed.
 func (s *Service) Close() { s.m.Close() }

@@ -36,7 +36,7 @@ type Options struct {
 	Display string
 	// Logger receives the daemon's logs; default discards them.
 	Logger *slog.Logger
-	// Process adjusts the process manager (a low MaxProcesses, say).
+	// Process configures the process manager (limits, containment).
 	Process process.Options
 	// Stream adjusts the streams; the media UDP socket defaults to a free
 	// port on 127.0.0.1, so that test daemons never share one.

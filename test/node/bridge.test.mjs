@@ -17,6 +17,7 @@ import {
   describeResult,
   errorKind,
   eventually,
+  pasteClipboard,
   initializeVersions,
   modernVersion,
   pidAlive,
@@ -39,6 +40,63 @@ const longCallMs = 900_000;
 const desktopTools = ['space_screenshot', 'list_space_windows', 'space_click', 'space_type', 'space_press_key', 'launch_app'];
 
 const sha256 = (buf) => createHash('sha256').update(buf).digest('hex');
+
+// A background process that prints a numbered line every 200 ms and
+// answers each line of its stdin with "got <line>".
+const ticker = `(i=0; while :; do echo "tick $i"; i=$((i+1)); sleep 0.2; done) & while read l; do echo "got $l"; done`;
+
+/** tickCount checks that the tick lines of out count 0, 1, 2, ... with none lost or repeated. */
+function tickCount(out) {
+  let n = 0;
+  for (const line of out.split('\n')) {
+    const m = /^tick (\d+)$/.exec(line);
+    if (!m) continue;
+    assert.equal(Number(m[1]), n, `tick ${m[1]} where tick ${n} was due: a line was lost or repeated in\n${out}`);
+    n++;
+  }
+  return n;
+}
+
+/**
+ * OutputReader reads a background process's output with
+ * space_process_output, each call from the offsets the last one answered.
+ */
+class OutputReader {
+  constructor(call, space, id) {
+    Object.assign(this, { call, space, id, stdoutOffset: 0, stderrOffset: 0, stdout: '', stderr: '', last: undefined, reads: 0 });
+  }
+
+  async read() {
+    const r = await this.call('space_process_output', {
+      space: this.space, id: this.id, stdout_offset: this.stdoutOffset, stderr_offset: this.stderrOffset, wait_ms: 5000,
+    });
+    assert.ok(!r.isError, `space_process_output: ${describeResult(r)}`);
+    const o = structured(r);
+    assert.equal(o.stdout_offset, this.stdoutOffset + Buffer.byteLength(o.stdout) + (o.lost_stdout_bytes ?? 0), describeResult(r));
+    this.stdout += o.stdout;
+    this.stderr += o.stderr;
+    this.stdoutOffset = o.stdout_offset;
+    this.stderrOffset = o.stderr_offset;
+    this.last = o;
+    this.reads++;
+    return o;
+  }
+
+  /** until reads until the stdout read so far satisfies cond. */
+  async until(what, cond) {
+    while (!cond(this.stdout)) {
+      const o = await this.read();
+      if (o.state === 'exited' && !cond(this.stdout)) assert.fail(`the process ended before ${what}: ${this.stdout}`);
+    }
+  }
+}
+
+// One desktop for the whole file: a daemon that started its own Xvfb and
+// openbox (serve --xvfb), registered by every suite as "desk".
+const deskProcs = new Procs();
+let deskStarted;
+const desktop = () => (deskStarted ??= startSpacesd(deskProcs, { xvfb: true }));
+after(() => deskProcs.stop());
 
 for (const flavor of clientFlavors) for (const transport of ['stdio', 'http']) {
   // The transport-level checks (raw initialize, bearer) do not depend on
@@ -119,6 +177,8 @@ for (const flavor of clientFlavors) for (const transport of ['stdio', 'http']) {
       for (const want of [
         'add_space', 'remove_space', 'list_spaces', 'space_capabilities', 'space_bash',
         'space_read', 'space_write', 'space_ls', 'upload', 'download',
+        'space_process_start', 'space_process_output', 'space_process_input', 'space_process_signal', 'space_processes',
+        'space_clipboard_get', 'space_clipboard_set', 'space_window',
       ]) {
         assert.ok(names.has(want), `tool ${want} missing from tools/list`);
       }
@@ -141,6 +201,95 @@ for (const flavor of clientFlavors) for (const transport of ['stdio', 'http']) {
       assert.equal(out.timed_out, false);
       assert.match(textOf(r), /hello/);
       assert.match(textOf(r), /\[exit 3\]/);
+    });
+
+    it('runs a background process: offsets lose and repeat nothing, stdin, a signal, and it outlives the client', async () => {
+      const started = await mustSucceed('space_process_start', { space: 'dev', command: ticker, stdin: true });
+      const proc = structured(started);
+      assert.ok(proc.id && proc.pid > 0 && proc.state === 'running', describeResult(started));
+      try {
+        const reader = new OutputReader(call, 'dev', proc.id);
+        await reader.until('three ticks', (out) => (out.match(/tick /g) || []).length >= 3);
+        // At least two reads, the second from the first one's offsets.
+        if (reader.reads < 2) await reader.read();
+        const first = tickCount(reader.stdout);
+
+        await mustSucceed('space_process_input', { space: 'dev', id: proc.id, text: 'hello\n' });
+        await reader.until('the echo of its stdin', (out) => out.includes('got hello\n'));
+
+        // A new client (for stdio, a new bridge process on the same
+        // registry) finds the process running and reads on from the offsets.
+        const home = client.home;
+        await client.close();
+        client =
+          transport === 'http'
+            ? await connectHTTP(bridge, { version: flavor.version })
+            : await connectStdio(procs, { home, version: flavor.version });
+        const listed = structured(await mustSucceed('space_processes', { space: 'dev' }));
+        const mine = listed.processes.find((p) => p.id === proc.id);
+        assert.equal(mine?.state, 'running', `after the reconnect: ${JSON.stringify(listed)}`);
+        await reader.until('two more ticks', (out) => tickCount(out) >= first + 2);
+
+        const sig = await mustSucceed('space_process_signal', { space: 'dev', id: proc.id, signal: 'TERM' });
+        const ended = structured(sig);
+        assert.equal(ended.state, 'exited', describeResult(sig));
+        assert.ok(ended.signal, `no signal in the exit status: ${describeResult(sig)}`);
+        while (reader.last.state !== 'exited') await reader.read();
+        assert.equal(reader.last.signal, ended.signal);
+        assert.match(textOf(await call('space_process_output', { space: 'dev', id: proc.id, stdout_offset: reader.stdoutOffset })), /signal/);
+        tickCount(reader.stdout);
+      } finally {
+        await call('space_process_signal', { space: 'dev', id: proc.id, signal: 'KILL' });
+      }
+    });
+
+    it('uses the clipboard and windows of a desktop under Xvfb and openbox', async () => {
+      const desk = await desktop();
+      await mustSucceed('add_space', { url: desk.url, token: desk.token, name: 'desk' });
+
+      const text = 'Привет ✓';
+      await mustSucceed('space_clipboard_set', { space: 'desk', text });
+      assert.equal(structured(await mustSucceed('space_clipboard_get', { space: 'desk' })).text, text);
+      const pasted = await pasteClipboard(desk);
+      if (pasted !== undefined) assert.equal(pasted, text, 'xclip pasted something else');
+
+      const launched = structured(await mustSucceed('launch_app', { space: 'desk', argv: ['xterm', '-e', 'sleep', '600'] }));
+      const id = launched.window?.window_id;
+      assert.ok(id, `launch_app answered no window: ${JSON.stringify(launched)}`);
+      const listed = async () => {
+        const ws = structured(await mustSucceed('list_space_windows', { space: 'desk' })).windows;
+        return ws.find((w) => w.window_id === id);
+      };
+      const act = async (args) => structured(await mustSucceed('space_window', { space: 'desk', window_id: id, ...args }));
+      try {
+        // The daemon waits up to 2 s for an xterm's move and resize to
+        // settle (its border and character cells keep the bounds off the
+        // request), the same in every flavor: those run with the first.
+        if (firstFlavor) {
+          const moved = await act({ action: 'move', x: 150, y: 100 });
+          let w = await listed();
+          assert.deepEqual(w.bounds, moved.window.bounds);
+          assert.ok(Math.abs(w.bounds.x - 150) <= 2 && Math.abs(w.bounds.y - 100) <= 2, JSON.stringify(w.bounds));
+          const resized = await act({ action: 'resize', width: 400, height: 250 });
+          w = await listed();
+          assert.deepEqual(w.bounds, resized.window.bounds);
+          assert.ok(w.bounds.width <= 400 && w.bounds.width > 360 && w.bounds.height <= 250 && w.bounds.height > 210, JSON.stringify(w.bounds));
+        }
+        const normal = (await listed()).bounds;
+        for (const [action, state] of [['minimize', 'minimized'], ['maximize', 'maximized'], ['restore', 'normal']]) {
+          const a = await act({ action });
+          const w = await listed();
+          assert.equal(a.window.state, state, `${action} answered ${JSON.stringify(a)}`);
+          assert.equal(w.state, state, `${action}: listed ${JSON.stringify(w)}`);
+          if (state === 'maximized') assert.ok(w.bounds.width > normal.width && w.bounds.height > normal.height, JSON.stringify(w.bounds));
+          if (state === 'minimized') assert.equal(w.on_screen, false);
+        }
+        const closed = await act({ action: 'close' });
+        assert.equal(closed.closed, true, JSON.stringify(closed));
+        assert.equal(await listed(), undefined, 'the closed xterm is still listed');
+      } finally {
+        await call('space_window', { space: 'desk', window_id: id, action: 'close' });
+      }
     });
 
     it('writes a file and reads it back', async () => {
@@ -293,6 +442,18 @@ for (const flavor of clientFlavors) for (const transport of ['stdio', 'http']) {
 
       it('not_found: an unknown Space', async () => {
         expectKind(await call('space_bash', { space: 'no-such-space', command: 'true' }), 'not_found');
+      });
+
+      it('capability_missing: the window and clipboard tools against a Space without a display', async () => {
+        for (const [tool, args, feature] of [
+          ['space_window', { window_id: 1, action: 'minimize' }, 'windows'],
+          ['space_clipboard_get', {}, 'clipboard.text'],
+          ['space_clipboard_set', { text: 'x' }, 'clipboard.text'],
+        ]) {
+          const r = await call(tool, { space: 'dev', ...args });
+          expectKind(r, 'capability_missing');
+          assert.ok(r.structuredContent.error.message.includes(feature), `${tool}: ${describeResult(r)}`);
+        }
       });
 
       it('capability_missing: a desktop tool against a Space without a display', async () => {

@@ -158,9 +158,11 @@ function childEnv(extra = {}, drop = []) {
 /**
  * startSpacesd runs cua-spacesd on 127.0.0.1 with a random port and a token
  * file. display: the X display to give it; undefined removes DISPLAY so that
- * the desktop features report unsupported.
+ * the desktop features report unsupported. xvfb: the daemon starts its own
+ * Xvfb and openbox (serve --xvfb, which answers once the window manager
+ * manages windows); the display it took is answered as display.
  */
-export async function startSpacesd(procs, { display } = {}) {
+export async function startSpacesd(procs, { display, xvfb = false } = {}) {
   requireBinaries();
   const dir = procs.dir('spacesd');
   const token = randomBytes(24).toString('hex');
@@ -168,11 +170,14 @@ export async function startSpacesd(procs, { display } = {}) {
   writeFileSync(tokenFile, token + '\n', { mode: 0o600 });
   const port = await freePort();
   const env = display ? childEnv({ DISPLAY: display }) : childEnv({}, ['DISPLAY', 'WAYLAND_DISPLAY']);
-  const child = procs.spawn(
-    spacesdBin,
-    ['serve', '--listen', `127.0.0.1:${port}`, '--token-file', tokenFile, ...(display ? [] : ['--display', ''])],
-    { env },
-  );
+  const displayArgs = xvfb ? ['--xvfb'] : display ? [] : ['--display', ''];
+  const child = procs.spawn(spacesdBin, ['serve', '--listen', `127.0.0.1:${port}`, '--token-file', tokenFile, ...displayArgs], { env });
+  // The start-up log, until the daemon answers (procs keeps only a tail).
+  let log = '';
+  const keepLog = (d) => {
+    log += d.toString();
+  };
+  child.stderr.on('data', keepLog);
   const url = `http://127.0.0.1:${port}`;
   await eventually(
     async () => {
@@ -183,7 +188,47 @@ export async function startSpacesd(procs, { display } = {}) {
     },
     { timeoutMs: startupTimeoutMs, what: 'cua-spacesd /health' },
   );
-  return { url, token, tokenFile, dir, child };
+  if (xvfb) {
+    // The daemon names the display it serves in its start-up log line.
+    const servingLine = () =>
+      log
+        .split('\n')
+        .map((l) => {
+          try {
+            return JSON.parse(l);
+          } catch {
+            return undefined;
+          }
+        })
+        .find((l) => l?.msg === 'cua-spacesd serving');
+    display = (await eventually(servingLine, { timeoutMs: startupTimeoutMs, what: 'the display cua-spacesd --xvfb started' })).display;
+    if (!display) throw new Error(`cua-spacesd --xvfb logged no display: ${log}`);
+  }
+  child.stderr.off('data', keepLog);
+  return { url, token, tokenFile, dir, child, display };
+}
+
+/**
+ * pasteClipboard reads the CLIPBOARD selection of a Space's display with
+ * xclip, a real X program pasting it. It runs in the Space, started by its
+ * daemon (POST /v1/exec): a display the daemon started lets in only
+ * processes that hold its cookie, and the daemon hands it to what it
+ * starts. Without xclip it answers undefined (CI installs it, and there
+ * its absence fails).
+ */
+export async function pasteClipboard(space) {
+  const r = await fetch(`${space.url}/v1/exec`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${space.token}` },
+    body: JSON.stringify({ argv: ['xclip', '-o', '-selection', 'clipboard'], timeout_ms: startupTimeoutMs }),
+  });
+  const res = await r.json();
+  if (r.status === 404 && res.error?.kind === 'not_found') {
+    if (process.env.CI === 'true') throw new Error('xclip is not installed, and CI=true requires it (.ci/run installs it)');
+    return undefined;
+  }
+  if (r.status !== 200 || res.exit_code !== 0) throw new Error(`xclip -o in the Space: ${r.status} ${JSON.stringify(res)}`);
+  return res.stdout;
 }
 
 /** startBridgeHTTP runs `cua-bridge serve` on a random loopback port. */
