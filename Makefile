@@ -22,7 +22,7 @@ build:
 ifeq ($(MEDIA),1)
 	CGO_ENABLED=1 $(GO) build -trimpath -tags netgo,osusergo -ldflags '$(LDFLAGS) -linkmode external -extldflags -static' -o bin/cua-spacesd ./spacesd
 else
-	@echo "build: no C compiler or libvpx-dev here: cua-spacesd is built without the video encoder (no desktop_stream, window_stream)"
+	@echo "build: cua-spacesd without the video encoder (no desktop_stream, window_stream): MEDIA=0, or no C compiler and libvpx-dev here"
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cua-spacesd ./spacesd
 endif
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cua-bridge ./bridge
