@@ -9,9 +9,22 @@ GOTEST   ?= GO=$(GO) $(GO) run ./scripts/gotest -race -count=1 -timeout 20m
 
 .PHONY: build test run bench cross lint fuzz clean
 
+# cua-spacesd streams the desktop with libvpx (cgo). With a C compiler and
+# Debian's libvpx-dev (which ships libvpx.a) it is linked statically, so the
+# binary still runs in any Linux guest with nothing installed; without them
+# it is built without the encoder (desktop_stream and window_stream then
+# report "built without a video encoder"). MEDIA=0 forces the latter.
+CC       ?= cc
+MEDIA    ?= $(shell [ "$$($(GO) env GOOS)" = linux ] && command -v $(CC) >/dev/null 2>&1 && [ -f /usr/include/vpx/vpx_encoder.h ] && ls /usr/lib/*/libvpx.a /usr/lib/libvpx.a 2>/dev/null | grep -q . && echo 1 || echo 0)
+
 build:
 	@mkdir -p bin
+ifeq ($(MEDIA),1)
+	CGO_ENABLED=1 $(GO) build -trimpath -tags netgo,osusergo -ldflags '$(LDFLAGS) -linkmode external -extldflags -static' -o bin/cua-spacesd ./spacesd
+else
+	@echo "build: cua-spacesd without the video encoder (no desktop_stream, window_stream): MEDIA=0, or no C compiler and libvpx-dev here"
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cua-spacesd ./spacesd
+endif
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cua-bridge ./bridge
 
 test: lint build cross

@@ -49,3 +49,16 @@ bench ./capabilities/desktop 'InputLatency' 1s
 
 section "1920x1080 JPEG encode at quality 80: media/jpegenc (parallel bands, from RGBA and BGRX) vs image/jpeg on the same frame"
 bench ./media/jpegenc 'Encode1080p' 1s
+
+# The stream's CPU comparison is ffmpeg's x11grab + libvpx (DESIGN §5):
+# Debian's ffmpeg, installed when missing and this runs as root.
+if ! command -v ffmpeg >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+	echo "bench: installing ffmpeg for the stream comparison"
+	(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ffmpeg) >/dev/null 2>&1 ||
+		echo "bench: ffmpeg could not be installed; the stream section says so"
+fi
+section "desktop stream (bin/cua-spacesd, Xvfb, a pion viewer decoding every frame) at 1280x720 and 1920x1080, each figure beside its DESIGN §5 target; the CPU comparison (ffmpeg x11grab + libvpx on the same scrolling xterm) measured in the same run"
+$GO test -run '^$' -bench 'Stream1280x720|Stream1920x1080' -benchtime 1x -count 1 ./spacesd/streamsvc 2>&1 \
+	| grep -E '^(stream |Benchmark|---|FAIL|panic)' || true
+bench ./media/vp8 'Encode' 30x
+bench ./media/yuv 'Convert1080p' 1s

@@ -81,6 +81,7 @@ func serve(args []string, stderr io.Writer) int {
 	fs.Func("process-memory-max", "memory one process tree may use: bytes or 512M, 4G..., or max (default: RAM less a reserve)", limitFlag(&po.TreeMemoryMax, cgroup.ParseSize))
 	fs.Func("children-pids-max", "tasks all process trees together may hold (default: 3/4 of the smaller of pid_max and threads-max)", limitFlag(&po.ChildrenPidsMax, parseCount))
 	fs.Func("children-memory-max", "memory all process trees together may use (default: RAM less the larger of 512M and RAM/8)", limitFlag(&po.ChildrenMemoryMax, cgroup.ParseSize))
+	media := mediaFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -123,7 +124,7 @@ func serve(args []string, stderr io.Writer) int {
 		log.Info("started a virtual display", "display", *display)
 	}
 	srv, err := daemon.New(daemon.Options{Version: version, Auth: auth, Logger: log, Display: *display, Xauthority: xauthority,
-		Process: po, Files: filesvc.Options{StateDir: *stateDir}})
+		Process: po, Files: filesvc.Options{StateDir: *stateDir}, Stream: media.options(addr)})
 	if err != nil {
 		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
 		return 1

@@ -2,12 +2,17 @@ package cli_test
 
 import (
 	"image/png"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
+	"github.com/trycua/cua-spacesd/media/rtc/rtctest"
+	"github.com/trycua/cua-spacesd/media/vp8"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -67,5 +72,37 @@ func TestScreenshotOnXvfb(t *testing.T) {
 	}
 	if r := run(t.Context(), s.home, "", "screenshot", "dev", "-o", out, "--force", "--max-dimension", "320"); r.code != 0 || !strings.Contains(r.stdout, "320x240") {
 		t.Fatalf("screenshot --force --max-dimension: %+v", r)
+	}
+}
+
+// TestViewPrintsViewerURL: on a Space that streams, view prints the
+// viewer URL with a fresh ticket in its fragment, which opens the stream.
+func TestViewPrintsViewerURL(t *testing.T) {
+	if !vp8.Available {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("this test binary has no VP8 encoder (%s), and CI=true requires it", vp8.Limitation)
+		}
+		t.Skip("no VP8 encoder in this build")
+	}
+	needTool(t, "Xvfb")
+	v, err := desktop.StartVirtual(t.Context(), desktop.VirtualOptions{Size: "640x480", NoWindowManager: true})
+	if err != nil {
+		t.Fatalf("start Xvfb: %v", err)
+	}
+	t.Cleanup(v.Close)
+	s := startSpace(t, spacesdtest.Options{Display: v.Display()})
+	r := run(t.Context(), s.home, "", "view", "dev", "--view-only")
+	if r.code != 0 || !strings.Contains(r.stderr, "640x480") || !strings.Contains(r.stderr, "view only") {
+		t.Fatalf("view: %+v", r)
+	}
+	page, fragment, ok := strings.Cut(strings.TrimSpace(r.stdout), "#")
+	q, _ := url.ParseQuery(fragment)
+	if !ok || !strings.HasSuffix(page, api.PathViewer) || !strings.HasPrefix(q.Get("ticket"), "cuat1.") {
+		t.Fatalf("viewer URL %q", r.stdout)
+	}
+	rc := rtctest.New(t, rtctest.Options{})
+	res, err := rtctest.Post(t.Context(), q.Get("offer"), q.Get("ticket"), rc.Offer)
+	if err != nil || res.Status != http.StatusCreated {
+		t.Fatalf("offer with the printed ticket: %+v, %v", res, err)
 	}
 }

@@ -3,17 +3,22 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/trycua/cua-spacesd/api"
 )
 
-const viewUsage = "view SPACE"
+const viewUsage = "view SPACE [--window ID] [--view-only] [--ttl SECONDS]"
 
-// runView will open the Space's desktop viewer. The viewer page and its
-// tickets come with desktop streaming; until this bridge can ask for them it
-// says so plainly, naming the Space's own limitation when it has one.
+// runView prints the URL of the Space's desktop viewer with a fresh
+// ticket: the page takes the ticket from the URL's fragment, so opening
+// it never sends the ticket in a request line. A URL is what a person can
+// open anywhere (the bridge's machine may have no browser).
 func (env Env) runView(ctx context.Context, args []string) int {
 	fs := env.newFlags("view", viewUsage)
+	window := fs.Uint("window", 0, "stream this window (an id from the windows list) instead of the screen")
+	viewOnly := fs.Bool("view-only", false, "a viewer that sees but cannot send input")
+	ttl := fs.Int("ttl", api.DefaultTicketTTLSeconds, "seconds the ticket opens the stream")
 	pos, _, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -22,7 +27,7 @@ func (env Env) runView(ctx context.Context, args []string) int {
 		fs.Usage()
 		return ExitUsage
 	}
-	c, e, err := env.client(pos[0])
+	c, _, err := env.client(pos[0])
 	if err != nil {
 		return env.fail(ExitFailure, err)
 	}
@@ -30,13 +35,23 @@ func (env Env) runView(ctx context.Context, args []string) int {
 	if err != nil {
 		return env.fail(ExitFailure, err)
 	}
-	if err := caps.Require(api.FeatureDesktopStream); err != nil {
+	feature := api.FeatureDesktopStream
+	if *window != 0 {
+		feature = api.FeatureWindowStream
+	}
+	if err := caps.Require(feature); err != nil {
 		return env.fail(ExitFailure, err)
 	}
-	return env.fail(ExitFailure, &api.Error{
-		Kind:    api.KindCapabilityMissing,
-		Feature: string(api.FeatureDesktopStream),
-		Message: fmt.Sprintf("desktop streaming is not available yet in this cua-bridge (the Space %s supports it)", e.Name),
-		Hint:    "take a still image with: cua-bridge screenshot " + e.Name + " -o screen.png",
-	})
+	ep, err := c.StreamEndpoint(ctx, api.TicketRequest{WindowID: uint32(*window), ViewOnly: *viewOnly, TTLSeconds: *ttl}, 0)
+	if err != nil {
+		return env.fail(ExitFailure, err)
+	}
+	fmt.Fprintln(env.Stdout, ep.ViewerURL)
+	mode := "full control"
+	if ep.ViewOnly {
+		mode = "view only"
+	}
+	fmt.Fprintf(env.Stderr, "%dx%d %s, %s; the ticket opens the stream until %s\n",
+		ep.FrameSize.Width, ep.FrameSize.Height, strings.ToUpper(ep.Codec), mode, ep.TicketExpiresAt.Local().Format("15:04:05"))
+	return 0
 }

@@ -168,6 +168,7 @@ func All() []*Tool {
 		spaceTypeTool(), spacePressKeyTool(),
 		spaceWindowTool(), spaceClipboardGetTool(), spaceClipboardSetTool(),
 		spaceProcessStartTool(), spaceProcessOutputTool(), spaceProcessInputTool(), spaceProcessSignalTool(), spaceProcessesTool(),
+		streamEndpointTool(), streamSpaceWindowTool(),
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
 	return ts

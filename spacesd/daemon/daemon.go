@@ -16,6 +16,7 @@ import (
 	"github.com/trycua/cua-spacesd/spacesd/filesvc"
 	"github.com/trycua/cua-spacesd/spacesd/procsvc"
 	"github.com/trycua/cua-spacesd/spacesd/server"
+	"github.com/trycua/cua-spacesd/spacesd/streamsvc"
 )
 
 // Options configure a daemon.
@@ -34,6 +35,8 @@ type Options struct {
 	Process process.Options
 	// Files adjusts the files service (its state directory).
 	Files filesvc.Options
+	// Stream says where the streams' media travels (UDP port, ICE-TCP, NAT).
+	Stream streamsvc.Options
 }
 
 // New builds the daemon's server with every service.
@@ -67,6 +70,9 @@ func New(o Options) (*server.Server, error) {
 			procsvc.New(procs),
 			filesvc.New(o.Files),
 			desktopsvc.New(desk),
+			// After the desktop service, which owns desk: services close in
+			// reverse order, so the streams end before the display goes.
+			streamsvc.New(desk, o.Stream),
 		},
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trycua/cua-spacesd/media/vp8"
 	"github.com/trycua/cua-spacesd/spacesd/doctor"
 )
 
@@ -80,5 +81,24 @@ func TestDoctorHumanAndUsage(t *testing.T) {
 	}
 	if code := doctor.Main([]string{"--no-such-flag"}, &out, &errb, "test"); code != 2 {
 		t.Fatalf("bad flag: exit %d, want 2", code)
+	}
+}
+
+// TestDoctorEncoder: the report says whether this build can stream, and a
+// build with libvpx passes by opening a real encoder.
+func TestDoctorEncoder(t *testing.T) {
+	var out, errb bytes.Buffer
+	doctor.Main([]string{"--json"}, &out, &errb, "test")
+	var rep doctor.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out.String())
+	}
+	got := statusOf(t, rep, "video encoder")
+	want := doctor.Warn
+	if vp8.Available {
+		want = doctor.Pass
+	}
+	if got.Status != want || (vp8.Available && !strings.Contains(got.Detail, "libvpx")) {
+		t.Fatalf("video encoder check: %+v; want %s", got, want)
 	}
 }

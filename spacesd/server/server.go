@@ -92,7 +92,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.streams, s.endStreams = context.WithCancel(context.Background())
 	s.conns = newConnTracker(cfg.Conns, s.log, s.metrics)
-	host := Host{Log: s.log, Metrics: s.metrics, Feature: s.featureStatus}
+	host := Host{Log: s.log, Metrics: s.metrics, Feature: s.featureStatus, MintTicket: s.auth.MintTicket, Session: s.auth.Session}
 	s.routes = s.systemRoutes()
 	for _, newService := range cfg.Services {
 		svc, err := newService(host)
@@ -179,6 +179,33 @@ func (s *Server) authenticate(r *http.Request) (uint64, bool) {
 	return s.auth.Check(strings.TrimSpace(tok))
 }
 
+// authorize finds the caller of a non-public route: the token's holder,
+// or, on a route that accepts tickets of a scope, the bearer of a valid
+// ticket of that scope. A ticket is honoured (its limits applied) even
+// when the daemon needs no token.
+func (s *Server) authorize(r *http.Request, rt Route) (Caller, error) {
+	bearer, hasBearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	bearer = strings.TrimSpace(bearer)
+	if hasBearer && IsTicket(bearer) && (rt.Ticket != "" || s.auth.Required()) {
+		if rt.Ticket == "" {
+			return Caller{}, errTicketScope
+		}
+		t, err := s.auth.VerifyTicket(bearer, time.Now())
+		if err != nil {
+			return Caller{}, err
+		}
+		if t.Scope != rt.Ticket {
+			return Caller{}, errTicketScope
+		}
+		return Caller{Generation: t.Generation, Ticket: &t}, nil
+	}
+	gen, ok := s.authenticate(r)
+	if !ok {
+		return Caller{}, errUnauthenticated
+	}
+	return Caller{Generation: gen}, nil
+}
+
 // checkBrowser refuses what a web page could make a browser send: without
 // a token, a Host that is not a loopback name (a DNS-rebinding page, whose
 // name now points at 127.0.0.1); and, token or not, an Origin other than
@@ -243,13 +270,14 @@ func (s *Server) wrap(rt Route) http.Handler {
 				}
 			}
 		} else {
-			gen, ok := s.authenticate(r)
-			if !ok {
-				refuse(rec, r, errUnauthenticated)
+			caller, err := s.authorize(r, rt)
+			if err != nil {
+				refuse(rec, r, err)
 				return
 			}
+			gen := caller.Generation
 			promoteConn(r.Context())
-			ctx, release := s.auth.Session(r.Context(), gen)
+			ctx, release := s.auth.Session(withCaller(r.Context(), caller), gen)
 			defer release(nil)
 			defer rec.stopStream()
 			// Ending the session ends the request's context: a stream does

@@ -45,7 +45,11 @@ type Route struct {
 	// asking first, so no page can reach a route by a plain form post.
 	Body string
 	// Public routes need no token (GET /health only).
-	Public  bool
+	Public bool
+	// Ticket is the scope of the tickets the route accepts besides the
+	// token (TicketScopeStream); "" = the token only. The handler finds
+	// the ticket's claims with CallerOf and enforces its target and mode.
+	Ticket  string
 	Handler http.HandlerFunc
 }
 
@@ -66,6 +70,13 @@ type Host struct {
 	// Feature is the current status of any feature, for a route whose
 	// request may need a second one (a process started on a PTY).
 	Feature func(context.Context, api.Feature) api.FeatureStatus
+	// MintTicket signs a ticket under the current token (see Ticket).
+	MintTicket func(Ticket) (string, error)
+	// Session ties a context that outlives its request (a stream's peer
+	// connection) to the token generation of the request that opened it
+	// (CallerOf(ctx).Generation): it ends, with cause ErrTokenRotated,
+	// when that token is rotated away. end must be called when done.
+	Session func(parent context.Context, generation uint64) (ctx context.Context, end context.CancelCauseFunc)
 }
 
 // Metrics is where a service counts what it does.

@@ -15,6 +15,7 @@ import (
 	"github.com/trycua/cua-spacesd/capabilities/process"
 	"github.com/trycua/cua-spacesd/spacesd/daemon"
 	"github.com/trycua/cua-spacesd/spacesd/server"
+	"github.com/trycua/cua-spacesd/spacesd/streamsvc"
 )
 
 // Daemon is a running test daemon.
@@ -37,6 +38,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Process configures the process manager (limits, containment).
 	Process process.Options
+	// Stream adjusts the streams; the media UDP socket defaults to a free
+	// port on 127.0.0.1, so that test daemons never share one.
+	Stream streamsvc.Options
 }
 
 // Token returns a fresh random token.
@@ -61,7 +65,10 @@ func Start(t testing.TB, opts Options) *Daemon {
 		}
 		auth = server.NewAuth(tok, log)
 	}
-	srv, err := daemon.New(daemon.Options{Version: "test", Auth: auth, Logger: log, Display: opts.Display, Process: opts.Process})
+	if opts.Stream.UDPAddr == "" {
+		opts.Stream.UDPAddr = "127.0.0.1:0"
+	}
+	srv, err := daemon.New(daemon.Options{Version: "test", Auth: auth, Logger: log, Display: opts.Display, Process: opts.Process, Stream: opts.Stream})
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)
 	}

@@ -1,0 +1,269 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"time"
+)
+
+// Routes of desktop_stream and window_stream. The two offer routes speak
+// WHEP (RFC 9725): a POST of an application/sdp offer is answered 201
+// Created with the whole SDP answer (no trickle) and a Location, under
+// PathStreamSession, that a DELETE ends.
+const (
+	PathStreamTickets = "/v1/stream/tickets"
+	PathStreamScreen  = "/v1/stream/screen"
+	PathStreamWindow  = "/v1/stream/windows/{id}"
+	PathStreamSession = "/v1/stream/sessions/{id}"
+	// PathViewer is where the built-in viewer page will be served, opened
+	// as PathViewer + "#ticket=...": a fragment never reaches a server's
+	// log. The page itself comes with issue 8.
+	PathViewer = "/viewer/"
+)
+
+// ContentTypeSDP is the body type of WHEP offers and answers.
+const ContentTypeSDP = "application/sdp"
+
+// Stream tickets: the TTL a ticket gets when none is asked for, and the
+// longest one may live. A ticket opens streams; a stream it opened lives
+// on past its expiry, until its viewer leaves or the token rotates.
+const (
+	DefaultTicketTTLSeconds = 60
+	MaxTicketTTLSeconds     = 3600
+)
+
+// Stream frame rates: the default and the highest a viewer may ask for
+// with ?max_fps=.
+const (
+	DefaultStreamFPS = 30
+	MaxStreamFPS     = 60
+)
+
+// StreamCodec is the only video codec of the streams.
+const StreamCodec = "vp8"
+
+// The data channels a viewer may open (by label), as RFC 8831 channels
+// in its offer:
+//   - input: reliable and ordered; keys, buttons, text, scroll.
+//   - pointer: unordered without retransmits (maxRetransmits 0); motion,
+//     where only the latest position matters.
+//   - control: keyframe requests and ping/pong for the round-trip time;
+//     the daemon tells the viewer of size changes here.
+//
+// A view-only viewer's input and pointer channels are closed by the daemon
+// as soon as they open.
+const (
+	ChannelInput   = "input"
+	ChannelPointer = "pointer"
+	ChannelControl = "control"
+)
+
+// MaxStreamMessageBytes bounds one data channel message from a viewer.
+const MaxStreamMessageBytes = 64 << 10
+
+// TicketRequest is the body of POST /v1/stream/tickets (token only).
+type TicketRequest struct {
+	// WindowID scopes the ticket to one window's stream; 0 = the screen's.
+	WindowID uint32 `json:"window_id,omitempty"`
+	// ViewOnly tickets open streams without the input channels.
+	ViewOnly bool `json:"view_only,omitempty"`
+	// TTLSeconds is how long the ticket opens streams; 0 = 60 s.
+	TTLSeconds int `json:"ttl_seconds,omitempty"`
+}
+
+// StreamTicket is the answer of POST /v1/stream/tickets: a ticket for
+// Authorization: Bearer on the offer and session routes, and where to
+// send the offer.
+type StreamTicket struct {
+	Ticket    string    `json:"ticket"`
+	ExpiresAt time.Time `json:"expires_at"`
+	WindowID  uint32    `json:"window_id,omitempty"`
+	ViewOnly  bool      `json:"view_only"`
+	// OfferPath is the WHEP route of the target (PathStreamScreen or the
+	// window's PathStreamWindow).
+	OfferPath string `json:"offer_path"`
+	Codec     string `json:"codec"`
+	// FrameSize is the target's size now, the size of the stream's frames.
+	FrameSize Size `json:"frame_size"`
+}
+
+// Size is a width and height in pixels.
+type Size struct {
+	Width  int `json:"width"`
+	Height int `json:"height"`
+}
+
+// Input message types (channel input and pointer).
+const (
+	InputMove   = "move"
+	InputButton = "button"
+	InputKey    = "key"
+	InputText   = "text"
+	InputScroll = "scroll"
+)
+
+// Actions of button and key messages: down and up hold and let go (a drag,
+// a held modifier); click and press do both at once.
+const (
+	ActionDown  = "down"
+	ActionUp    = "up"
+	ActionClick = "click"
+	ActionPress = "press"
+)
+
+// ViewerInput is one message of the input or pointer channel, as JSON:
+//
+//	{"type":"move","x":10,"y":20}
+//	{"type":"button","x":10,"y":20,"button":"left","action":"click","count":2}
+//	{"type":"key","key":"ctrl+c","action":"press"}
+//	{"type":"text","text":"héllo"}
+//	{"type":"scroll","x":10,"y":20,"dy":3}
+//
+// x and y are pixels of the stream's frames: the screen's, or for a window
+// stream the window's own (its top-left is 0, 0).
+type ViewerInput struct {
+	Type   string  `json:"type"`
+	X      float64 `json:"x,omitempty"`
+	Y      float64 `json:"y,omitempty"`
+	Button string  `json:"button,omitempty"`
+	Action string  `json:"action,omitempty"`
+	Count  int     `json:"count,omitempty"`
+	Key    string  `json:"key,omitempty"`
+	Text   string  `json:"text,omitempty"`
+	DX     int     `json:"dx,omitempty"`
+	DY     int     `json:"dy,omitempty"`
+}
+
+// Control message types (channel control). A viewer sends keyframe and
+// ping; the daemon answers pong (echoing id and t, adding its own clock)
+// and sends size when the stream's frame size changes, and error when a
+// message of the viewer failed.
+const (
+	ControlKeyframe = "keyframe"
+	ControlPing     = "ping"
+	ControlPong     = "pong"
+	ControlSize     = "size"
+	ControlError    = "error"
+)
+
+// ViewerControl is one message of the control channel (and the error
+// answer of the input channels).
+type ViewerControl struct {
+	Type string `json:"type"`
+	// ID and T are the viewer's ping id and clock (ms), echoed in the pong.
+	ID int64   `json:"id,omitempty"`
+	T  float64 `json:"t,omitempty"`
+	// ServerMS is the daemon's clock (Unix ms) when it answered.
+	ServerMS int64  `json:"server_ms,omitempty"`
+	Width    int    `json:"width,omitempty"`
+	Height   int    `json:"height,omitempty"`
+	Error    *Error `json:"error,omitempty"`
+}
+
+// maxCoordinate bounds x and y: X11 coordinates are 16-bit.
+const maxCoordinate = 1 << 15
+
+// ParseViewerInput reads and checks one input or pointer message. Text and
+// keys are checked further where they are typed (desktop's limits).
+func ParseViewerInput(b []byte) (ViewerInput, error) {
+	var m ViewerInput
+	if err := decodeMessage(b, &m); err != nil {
+		return m, err
+	}
+	coords := func() error {
+		if math.IsNaN(m.X) || math.IsNaN(m.Y) || math.Abs(m.X) > maxCoordinate || math.Abs(m.Y) > maxCoordinate {
+			return Errorf(KindInvalidArgument, "%s message: x and y must be numbers within ±%d", m.Type, maxCoordinate)
+		}
+		return nil
+	}
+	switch m.Type {
+	case InputMove:
+		return m, coords()
+	case InputButton:
+		switch m.Button {
+		case "", ButtonLeft, ButtonMiddle, ButtonRight:
+		default:
+			return m, Errorf(KindInvalidArgument, "button message: button %q: want left, middle or right", m.Button)
+		}
+		switch m.Action {
+		case ActionDown, ActionUp, ActionClick:
+		case "":
+			m.Action = ActionClick
+		default:
+			return m, Errorf(KindInvalidArgument, "button message: action %q: want down, up or click", m.Action)
+		}
+		if m.Count < 0 {
+			return m, Errorf(KindInvalidArgument, "button message: count %d is negative", m.Count)
+		}
+		return m, coords()
+	case InputKey:
+		if m.Key == "" {
+			return m, Errorf(KindInvalidArgument, "key message: key is empty")
+		}
+		switch m.Action {
+		case ActionDown, ActionUp, ActionPress:
+		case "":
+			m.Action = ActionPress
+		default:
+			return m, Errorf(KindInvalidArgument, "key message: action %q: want down, up or press", m.Action)
+		}
+		return m, nil
+	case InputText:
+		if m.Text == "" {
+			return m, Errorf(KindInvalidArgument, "text message: text is empty")
+		}
+		return m, nil
+	case InputScroll:
+		return m, coords()
+	}
+	return m, Errorf(KindInvalidArgument, "input message of type %q: want move, button, key, text or scroll", m.Type)
+}
+
+// ParseViewerControl reads and checks one control message of a viewer.
+func ParseViewerControl(b []byte) (ViewerControl, error) {
+	var m ViewerControl
+	if err := decodeMessage(b, &m); err != nil {
+		return m, err
+	}
+	switch m.Type {
+	case ControlKeyframe, ControlPing:
+		return m, nil
+	}
+	return m, Errorf(KindInvalidArgument, "control message of type %q: want keyframe or ping", m.Type)
+}
+
+// decodeMessage decodes one JSON object, refusing what is too long, not
+// one object, or has fields the contract does not name (a typo would
+// otherwise pass as a default).
+func decodeMessage(b []byte, v any) error {
+	if len(b) > MaxStreamMessageBytes {
+		return Errorf(KindInvalidArgument, "message of %d bytes is over the limit of %d", len(b), MaxStreamMessageBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return Errorf(KindInvalidArgument, "message is not a valid JSON object of the contract: %v", err)
+	}
+	if dec.More() {
+		return Errorf(KindInvalidArgument, "message holds more than one JSON value")
+	}
+	return nil
+}
+
+// StreamEndpoint is what a viewer needs to watch a stream: the page to
+// open, or the WHEP URL to offer to with the ticket as its bearer (the
+// answer of the bridge's stream_endpoint tool and of cua-bridge view).
+type StreamEndpoint struct {
+	// ViewerURL opens the built-in viewer page (issue 8) with the ticket
+	// in the URL's fragment, which no server or proxy logs.
+	ViewerURL string `json:"viewer_url"`
+	// OfferURL is the absolute WHEP URL of the target.
+	OfferURL        string    `json:"offer_url"`
+	Ticket          string    `json:"ticket"`
+	TicketExpiresAt time.Time `json:"ticket_expires_at"`
+	Codec           string    `json:"codec"`
+	FrameSize       Size      `json:"frame_size"`
+	WindowID        uint32    `json:"window_id,omitempty"`
+	ViewOnly        bool      `json:"view_only"`
+}

@@ -1,0 +1,88 @@
+package mcp_test
+
+import (
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
+	"github.com/trycua/cua-spacesd/media/rtc/rtctest"
+	"github.com/trycua/cua-spacesd/media/vp8"
+	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
+)
+
+// TestStreamTools: stream_endpoint answers an absolute offer URL and a
+// ticket that a WebRTC viewer uses as they are (frames arrive), and a
+// viewer URL that carries the ticket in its fragment only;
+// stream_space_window finds a window by its title, and a view-only
+// ticket is view-only at the Space.
+func TestStreamTools(t *testing.T) {
+	if !vp8.Available {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("this test binary has no VP8 encoder (%s), and CI=true requires it", vp8.Limitation)
+		}
+		t.Skip("no VP8 encoder in this build")
+	}
+	display := desktoptest.Start(t, desktoptest.Options{Size: "640x480"})
+	e := newEnvWith(t, envOptions{daemon: spacesdtest.Options{Display: display}})
+	cs := e.client(t, nil)
+	if _, err := e.daemon.Client.Capabilities(t.Context()); err != nil { // connect before the test client
+		t.Fatal(err)
+	}
+
+	var ep api.StreamEndpoint
+	structured(t, call(t, cs, "stream_endpoint", map[string]any{"space": "s1", "max_fps": 15, "ticket_ttl": 30}), &ep)
+	if ep.OfferURL != e.daemon.URL+api.PathStreamScreen+"?max_fps=15" || ep.Codec != "vp8" || ep.FrameSize != (api.Size{Width: 640, Height: 480}) || ep.ViewOnly {
+		t.Fatalf("stream_endpoint answered %+v", ep)
+	}
+	if d := time.Until(ep.TicketExpiresAt); d < 20*time.Second || d > 31*time.Second {
+		t.Fatalf("ticket expires in %v, want about 30 s", d)
+	}
+	page, fragment, _ := strings.Cut(ep.ViewerURL, "#")
+	frag, _ := url.ParseQuery(fragment)
+	if page != e.daemon.URL+api.PathViewer || frag.Get("ticket") != ep.Ticket || frag.Get("offer") != ep.OfferURL || strings.Contains(page, ep.Ticket) {
+		t.Fatalf("viewer URL %q", ep.ViewerURL)
+	}
+	r := rtctest.New(t, rtctest.Options{})
+	res, err := rtctest.Post(t.Context(), ep.OfferURL, ep.Ticket, r.Offer)
+	if err != nil || res.Status != http.StatusCreated {
+		t.Fatalf("offer to %s: %+v, %v", ep.OfferURL, res, err)
+	}
+	r.Accept(t, res.Answer)
+	if f := r.NextFrame(t, true, desktoptest.EventTimeout); f.Width != 640 {
+		t.Fatalf("keyframe %dx%d", f.Width, f.Height)
+	}
+
+	title := desktoptest.RandomWord(t)
+	desktoptest.NewXClient(t, display, title, 120, 80, []desktoptest.Fill{{W: 120, H: 80, RGB: 0x00ff00}})
+	var win api.StreamEndpoint
+	desktoptest.Eventually(t, "stream_space_window finds the window", func() bool {
+		r := call(t, cs, "stream_space_window", map[string]any{"space": "s1", "title": title, "view_only": true})
+		if r.IsError {
+			return false
+		}
+		structured(t, r, &win)
+		return true
+	})
+	if win.WindowID == 0 || !win.ViewOnly || win.FrameSize != (api.Size{Width: 120, Height: 80}) || !strings.Contains(win.OfferURL, "/v1/stream/windows/") {
+		t.Fatalf("stream_space_window answered %+v", win)
+	}
+	vr := rtctest.New(t, rtctest.Options{Channels: []string{api.ChannelInput}})
+	if res, err := rtctest.Post(t.Context(), win.OfferURL, win.Ticket, vr.Offer); err != nil || res.Status != http.StatusCreated {
+		t.Fatalf("offer to the window: %+v, %v", res, err)
+	} else {
+		vr.Accept(t, res.Answer)
+	}
+	select {
+	case <-vr.Closed[api.ChannelInput]:
+	case <-time.After(desktoptest.EventTimeout):
+		t.Fatal("the view-only ticket's input channel stayed open")
+	}
+	if r := call(t, cs, "stream_space_window", map[string]any{"space": "s1", "title": "no-such-window-title"}); errKind(t, r) != string(api.KindNotFound) {
+		t.Fatalf("a title nothing has: %s", text(r))
+	}
+}

@@ -1,0 +1,152 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/api/client"
+)
+
+// streamArgs are the arguments stream_endpoint and stream_space_window share.
+type streamArgs struct {
+	WindowID  uint32 `json:"window_id"`
+	AppName   string `json:"app_name"`
+	Title     string `json:"title"`
+	MaxFPS    int    `json:"max_fps"`
+	TicketTTL int    `json:"ticket_ttl"`
+	ViewOnly  bool   `json:"view_only"`
+}
+
+func streamProps(extra map[string]*jsonschema.Schema) map[string]*jsonschema.Schema {
+	props := map[string]*jsonschema.Schema{
+		"space":      spaceArg(),
+		"max_fps":    integer("Highest frame rate of the stream.", 1, api.MaxStreamFPS, api.DefaultStreamFPS),
+		"ticket_ttl": integer("Seconds the ticket opens the stream (a stream opened lives on until its viewer leaves).", 1, api.MaxTicketTTLSeconds, api.DefaultTicketTTLSeconds),
+		"view_only":  boolean("A viewer that sees but cannot send input (the Space refuses its input channels).", false),
+	}
+	for k, v := range extra {
+		props[k] = v
+	}
+	return props
+}
+
+const streamResult = "{viewer_url, offer_url, ticket, ticket_expires_at, codec, frame_size: {width, height}, window_id?, view_only}"
+
+func streamEndpointTool() *Tool {
+	return &Tool{
+		Name:   "stream_endpoint",
+		Title:  "Stream a Space's screen or window",
+		Hints:  Hints{ReadOnly: true},
+		Output: outputOf[api.StreamEndpoint](),
+		Description: "Mint a short-lived ticket to watch a Space's screen (or one window, by window_id or app_name) over WebRTC, " +
+			"and answer the viewer page URL and the absolute WHEP offer URL (POST an SDP offer with Authorization: Bearer <ticket>).",
+		Schema: object([]string{"space"}, streamProps(map[string]*jsonschema.Schema{
+			"window_id": integer("Stream this window (from list_space_windows) instead of the screen.", 0, 0, nil),
+			"app_name":  str("Stream the one window whose app name contains this (case-insensitive) instead of the screen."),
+		})),
+		TakesSpace: true, Requires: []api.Feature{api.FeatureDesktopStream},
+		Errors: []api.Kind{api.KindNotFound},
+		Result: streamResult,
+		Run: func(ctx context.Context, c *Call) (*Result, error) {
+			var a streamArgs
+			if err := decode(c, "stream_endpoint", &a); err != nil {
+				return nil, err
+			}
+			if a.WindowID == 0 && a.AppName != "" {
+				w, err := windowByName(ctx, c.Space.Client, a.AppName, "")
+				if err != nil {
+					return nil, err
+				}
+				a.WindowID = w.WindowID
+			}
+			if a.WindowID != 0 {
+				if err := c.Space.Caps.Require(api.FeatureWindowStream); err != nil {
+					return nil, err
+				}
+			}
+			return endpoint(ctx, c.Space.Client, a)
+		},
+	}
+}
+
+func streamSpaceWindowTool() *Tool {
+	return &Tool{
+		Name:   "stream_space_window",
+		Title:  "Stream one window of a Space",
+		Hints:  Hints{ReadOnly: true},
+		Output: outputOf[api.StreamEndpoint](),
+		Description: "Mint a short-lived ticket to watch one window of a Space over WebRTC (its own content, also where other windows cover it), " +
+			"found by app name or title, and answer the viewer page URL and the absolute WHEP offer URL.",
+		Schema: object([]string{"space"}, streamProps(map[string]*jsonschema.Schema{
+			"app_name": str("The window's app name contains this (case-insensitive)."),
+			"title":    str("The window's title contains this (case-insensitive)."),
+		})),
+		TakesSpace: true, Requires: []api.Feature{api.FeatureWindowStream},
+		Errors: []api.Kind{api.KindNotFound},
+		Result: streamResult,
+		Run: func(ctx context.Context, c *Call) (*Result, error) {
+			var a streamArgs
+			if err := decode(c, "stream_space_window", &a); err != nil {
+				return nil, err
+			}
+			if a.AppName == "" && a.Title == "" {
+				return nil, api.Errorf(api.KindInvalidArgument, "stream_space_window: give app_name or title (or use stream_endpoint with window_id)")
+			}
+			w, err := windowByName(ctx, c.Space.Client, a.AppName, a.Title)
+			if err != nil {
+				return nil, err
+			}
+			a.WindowID = w.WindowID
+			return endpoint(ctx, c.Space.Client, a)
+		},
+	}
+}
+
+// windowByName finds the one window matching an app name and a title (each a
+// case-insensitive substring; "" matches all).
+func windowByName(ctx context.Context, c *client.Client, appName, title string) (api.Window, error) {
+	ws, err := c.Windows(ctx, appName)
+	if err != nil {
+		return api.Window{}, err
+	}
+	var found []api.Window
+	for _, w := range ws {
+		if title == "" || strings.Contains(strings.ToLower(w.Title), strings.ToLower(title)) {
+			found = append(found, w)
+		}
+	}
+	what := fmt.Sprintf("app_name %q title %q", appName, title)
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return api.Window{}, api.Errorf(api.KindNotFound, "no window matches %s; list them with list_space_windows", what)
+	}
+	var names []string
+	for _, w := range found {
+		names = append(names, fmt.Sprintf("%d %s %q", w.WindowID, w.AppName, w.Title))
+	}
+	return api.Window{}, api.Errorf(api.KindInvalidArgument, "%d windows match %s: %s; narrow it, or pass window_id", len(found), what, strings.Join(names, "; "))
+}
+
+func endpoint(ctx context.Context, c *client.Client, a streamArgs) (*Result, error) {
+	ep, err := c.StreamEndpoint(ctx, api.TicketRequest{WindowID: a.WindowID, ViewOnly: a.ViewOnly, TTLSeconds: a.TicketTTL}, a.MaxFPS)
+	if err != nil {
+		return nil, err
+	}
+	what := "the screen"
+	if ep.WindowID != 0 {
+		what = fmt.Sprintf("window %d", ep.WindowID)
+	}
+	mode := "full control"
+	if ep.ViewOnly {
+		mode = "view only"
+	}
+	text := fmt.Sprintf("stream of %s (%dx%d, %s, %s); open %s\nWHEP offer URL: %s (Authorization: Bearer <ticket>)\nticket expires %s",
+		what, ep.FrameSize.Width, ep.FrameSize.Height, ep.Codec, mode, ep.ViewerURL, ep.OfferURL, ep.TicketExpiresAt.Format("15:04:05 MST"))
+	return &Result{Text: text, Structured: ep}, nil
+}

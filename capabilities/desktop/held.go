@@ -1,0 +1,133 @@
+package desktop
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/jezek/xgb/xproto"
+
+	"github.com/trycua/cua-spacesd/api"
+)
+
+// Held is input that stays down between calls, for a live viewer whose
+// user holds a button through a drag or a modifier through a click: each
+// call presses or releases one button or key, and Close releases whatever
+// is still down, so a viewer that goes away leaves no key stuck. The
+// one-shot calls (Click, Key, ...) release everything they press and
+// remain the way for agents.
+type Held struct {
+	d    *Desktop
+	mu   sync.Mutex
+	keys []xproto.Keycode
+	btns []byte
+}
+
+// NewHeld starts a set of held input for one viewer.
+func (d *Desktop) NewHeld() *Held { return &Held{d: d} }
+
+// Button presses (down) or releases a button at (x, y), read as in the
+// one-shot calls (p's scale and window).
+func (h *Held) Button(ctx context.Context, button string, down bool, p api.Pointer, x, y float64) (api.InputResult, error) {
+	b, ok := buttons[button]
+	if !ok {
+		return api.InputResult{}, api.Errorf(api.KindInvalidArgument, "button %q: want left, middle or right", button)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, err := h.d.begin(ctx)
+	if err != nil {
+		return api.InputResult{}, err
+	}
+	defer s.end()
+	sx, sy, err := s.x.toScreen(ctx, p, x, y)
+	if err != nil {
+		return api.InputResult{}, err
+	}
+	s.move(sx, sy)
+	if down {
+		s.fake(evButtonPress, b, 0, 0)
+		h.btns = append(h.btns, b) // before the flush: Close releases it even if the answer never comes
+	} else {
+		s.fake(evButtonRelease, b, 0, 0)
+		h.btns = removeLast(h.btns, b)
+	}
+	if button == "" {
+		button = api.ButtonLeft
+	}
+	return api.InputResult{X: sx, Y: sy, Button: button}, s.flush(ctx)
+}
+
+// Key presses (down) or releases one key, named as in Key but without
+// modifiers: a viewer holds a modifier as a key of its own.
+func (h *Held) Key(ctx context.Context, key string, down bool) (api.InputResult, error) {
+	combo, err := ParseKeyCombo(key)
+	if err != nil {
+		return api.InputResult{}, err
+	}
+	if len(combo.Mods) > 0 {
+		return api.InputResult{}, api.Errorf(api.KindInvalidArgument, "key %q: a held key is one key; hold a modifier as a key of its own", key)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.d.withKeyboard(ctx, func(s *session, k *keyboard, call uint64) (api.InputResult, error) {
+		kc, _, err := k.bind(ctx, s, xproto.Keysym(combo.Key), call)
+		if err != nil {
+			return api.InputResult{}, err
+		}
+		if down {
+			s.fake(evKeyPress, byte(kc), 0, 0)
+			h.keys = append(h.keys, kc)
+		} else {
+			// A key held under another binding is released where it was
+			// pressed.
+			if i := slices.Index(h.keys, kc); i < 0 && len(h.keys) > 0 {
+				kc = h.keys[len(h.keys)-1]
+			}
+			s.fake(evKeyRelease, byte(kc), 0, 0)
+			h.keys = removeLast(h.keys, kc)
+		}
+		return api.InputResult{Key: key}, s.flush(ctx)
+	})
+}
+
+// Close releases every button and key still held.
+func (h *Held) Close(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.keys) == 0 && len(h.btns) == 0 {
+		return nil
+	}
+	s, err := h.d.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.end()
+	for _, kc := range slices.Backward(h.keys) {
+		s.fake(evKeyRelease, byte(kc), 0, 0)
+	}
+	for _, b := range slices.Backward(h.btns) {
+		s.fake(evButtonRelease, b, 0, 0)
+	}
+	h.keys, h.btns = nil, nil
+	return s.flush(ctx)
+}
+
+func removeLast[T comparable](s []T, v T) []T {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == v {
+			return append(s[:i], s[i+1:]...)
+		}
+	}
+	return s
+}
+
+// ScreenSize is the size of the screen now, in pixels.
+func (d *Desktop) ScreenSize(ctx context.Context) (api.Size, error) {
+	x, err := d.use(ctx, api.FeatureScreenshot)
+	if err != nil {
+		return api.Size{}, err
+	}
+	w, h, err := x.screenSize(ctx)
+	return api.Size{Width: w, Height: h}, err
+}

@@ -1,0 +1,307 @@
+// Package rtc streams a desktop or window to WebRTC viewers: one pipeline
+// per target (capture, I420, VP8, one track) shared by all its viewers,
+// and one pion peer connection per viewer, answered whole to a WHEP offer,
+// with the data channels of api (input, pointer, control).
+//
+// Everything network-facing is set for the guest's case: one UDP port
+// shared by every viewer, 4 MB socket buffers, loopback candidates and no
+// mDNS (a viewer on the same machine connects, and nothing is announced on
+// the LAN), congestion control (TWCC with Google's estimator) steering the
+// encoder's bitrate, and a zero playout delay.
+package rtc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/pion/ice/v4"
+	"github.com/pion/interceptor"
+	"github.com/pion/interceptor/pkg/cc"
+	"github.com/pion/interceptor/pkg/gcc"
+	"github.com/pion/webrtc/v4"
+
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/media/vp8"
+)
+
+// MaxViewers bounds the viewers of all streams at once: each costs a peer
+// connection, and past a handful the encoder's shared bitrate serves the
+// slowest badly anyway.
+const MaxViewers = 16
+
+// MaxOfferBytes bounds a WHEP offer; a browser's is a few KB.
+const MaxOfferBytes = 64 << 10
+
+// Config is how an Engine reaches its viewers.
+type Config struct {
+	// UDP is the socket every viewer's ICE shares (see ListenUDP).
+	UDP net.PacketConn
+	// TCP, when set, also offers ICE over TCP on that listener (passive
+	// candidates), for viewers whose UDP is blocked.
+	TCP net.Listener
+	// NAT1To1IPs are the public addresses of a guest behind a 1:1 NAT,
+	// announced instead of the host's own.
+	NAT1To1IPs []string
+	Logger     *slog.Logger
+	// OnEncoded, when set, is told of every frame sent (for metrics).
+	OnEncoded func(key bool, bytes int, took time.Duration)
+}
+
+// Engine holds the pipelines of the targets being watched and the settings
+// every viewer's peer connection shares.
+type Engine struct {
+	cfg      Config
+	log      *slog.Logger
+	settings webrtc.SettingEngine
+
+	mu        sync.Mutex
+	pipelines map[string]*pipeline
+	viewers   int
+	closed    bool
+}
+
+// NewEngine prepares the shared settings; nothing runs until a viewer joins.
+func NewEngine(cfg Config) (*Engine, error) {
+	if cfg.UDP == nil {
+		return nil, errors.New("rtc: no UDP socket")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	var se webrtc.SettingEngine
+	se.LoggerFactory = pionLogs{log: cfg.Logger}
+	// No mDNS: a guest must not announce itself on the LAN, and the
+	// viewer's own mDNS names (Chromium hides its addresses behind them)
+	// resolve to nothing here; a viewer that sends none still connects
+	// through the daemon's candidates (peer-reflexive on our side).
+	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
+	se.SetIncludeLoopbackCandidate(true)
+	se.SetICEUDPMux(webrtc.NewICEUDPMux(se.LoggerFactory.NewLogger("udpmux"), cfg.UDP))
+	types := []webrtc.NetworkType{webrtc.NetworkTypeUDP4}
+	if cfg.TCP != nil {
+		se.SetICETCPMux(webrtc.NewICETCPMux(se.LoggerFactory.NewLogger("tcpmux"), cfg.TCP, 8))
+		types = append(types, webrtc.NetworkTypeTCP4)
+	}
+	se.SetNetworkTypes(types)
+	if len(cfg.NAT1To1IPs) > 0 {
+		se.SetNAT1To1IPs(cfg.NAT1To1IPs, webrtc.ICECandidateTypeHost)
+	}
+	return &Engine{cfg: cfg, log: cfg.Logger, settings: se, pipelines: map[string]*pipeline{}}, nil
+}
+
+// newAPI builds one viewer's pion API: VP8 only, NACK and RTCP reports,
+// TWCC feedback into a send-side estimator whose target steers the
+// encoder, and the zero playout delay. Each viewer has its own, so that
+// the estimator the congestion controller makes belongs to that viewer.
+func (e *Engine) newAPI(onEstimator func(cc.BandwidthEstimator)) (*webrtc.API, error) {
+	m := &webrtc.MediaEngine{}
+	fb := []webrtc.RTCPFeedback{{Type: "goog-remb"}, {Type: "ccm", Parameter: "fir"}, {Type: "nack"}, {Type: "nack", Parameter: "pli"}, {Type: webrtc.TypeRTCPFBTransportCC}}
+	if err := m.RegisterCodec(webrtc.RTPCodecParameters{
+		RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeVP8, ClockRate: 90000, RTCPFeedback: fb},
+		PayloadType:        96,
+	}, webrtc.RTPCodecTypeVideo); err != nil {
+		return nil, err
+	}
+	if err := m.RegisterHeaderExtension(webrtc.RTPHeaderExtensionCapability{URI: PlayoutDelayURI}, webrtc.RTPCodecTypeVideo); err != nil {
+		return nil, err
+	}
+	reg := &interceptor.Registry{}
+	if err := webrtc.ConfigureNack(m, reg); err != nil {
+		return nil, err
+	}
+	if err := webrtc.ConfigureRTCPReports(reg); err != nil {
+		return nil, err
+	}
+	ccf, err := cc.NewInterceptor(func() (cc.BandwidthEstimator, error) {
+		// No pacer: a keyframe goes out at once (the socket buffers take
+		// the burst); pacing it at the estimate would add its whole
+		// transmission time to the latency.
+		return gcc.NewSendSideBWE(
+			gcc.SendSideBWEInitialBitrate(vp8.DefaultBitrateKbps*1000),
+			gcc.SendSideBWEMinBitrate(vp8.MinBitrateKbps*1000),
+			gcc.SendSideBWEMaxBitrate(vp8.MaxBitrateKbps*1000),
+			gcc.SendSideBWEPacer(gcc.NewNoOpPacer()))
+	})
+	if err != nil {
+		return nil, err
+	}
+	ccf.OnNewPeerConnection(func(_ string, est cc.BandwidthEstimator) { onEstimator(est) })
+	reg.Add(ccf)
+	if err := webrtc.ConfigureTWCCHeaderExtensionSender(m, reg); err != nil {
+		return nil, err
+	}
+	reg.Add(playoutDelayFactory{})
+	return webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(e.settings)), nil
+}
+
+// Target is what a viewer watches: Key names it (one pipeline per key),
+// Open makes its source when the first viewer joins.
+type Target struct {
+	Key  string
+	Open func() (Source, error)
+}
+
+// Join adds a viewer of target from its WHEP offer and answers the whole
+// SDP answer (every candidate gathered). The viewer lives until ctx ends,
+// Close is called, its connection fails, or its target's stream ends.
+func (e *Engine) Join(ctx context.Context, target Target, offer string, o ViewerOptions) (*Viewer, string, error) {
+	if len(offer) > MaxOfferBytes {
+		return nil, "", api.Errorf(api.KindInvalidArgument, "the SDP offer is %d bytes, over the limit of %d", len(offer), MaxOfferBytes)
+	}
+	p, err := e.reserve(target, o.MaxFPS)
+	if err != nil {
+		return nil, "", err
+	}
+	v, answer, err := newViewer(ctx, e, p, offer, o)
+	if err != nil {
+		e.leave(p, nil)
+		return nil, "", err
+	}
+	return v, answer, nil
+}
+
+// reserve counts a viewer in, and finds or starts its target's pipeline.
+func (e *Engine) reserve(target Target, fps int) (*pipeline, error) {
+	if fps <= 0 {
+		fps = api.DefaultStreamFPS
+	}
+	fps = min(fps, api.MaxStreamFPS)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, api.Errorf(api.KindCancelled, "the daemon is shutting down")
+	}
+	if e.viewers >= MaxViewers {
+		return nil, api.Errorf(api.KindLimitExceeded, "%d viewers are watching, the most this daemon serves at once; close a viewer first", MaxViewers)
+	}
+	p := e.pipelines[target.Key]
+	if p == nil {
+		src, err := target.Open()
+		if err != nil {
+			return nil, err
+		}
+		p, err = newPipeline(target.Key, src, fps, e.log, e.ended)
+		p.onEncoded = e.cfg.OnEncoded
+		if err != nil {
+			src.Close()
+			return nil, err
+		}
+		e.pipelines[target.Key] = p
+		p.start()
+		e.log.Info("stream started", "stream", target.Key)
+	}
+	// The pipeline runs at the highest rate any of its viewers asked for.
+	if int64(fps) > p.maxFPS.Load() {
+		p.maxFPS.Store(int64(fps))
+	}
+	p.mu.Lock()
+	p.joining++ // a viewer on its way in: the pipeline must not stop under it
+	p.mu.Unlock()
+	e.viewers++
+	return p, nil
+}
+
+// leave takes a viewer (nil: a reservation) out; the last one out stops
+// the pipeline, so that nothing is captured while nobody watches.
+func (e *Engine) leave(p *pipeline, v *Viewer) {
+	e.mu.Lock()
+	p.mu.Lock()
+	was := v == nil
+	if v == nil {
+		p.joining--
+	} else {
+		_, was = p.viewers[v]
+		delete(p.viewers, v)
+	}
+	empty := len(p.viewers) == 0 && p.joining == 0
+	p.mu.Unlock()
+	if was {
+		e.viewers--
+	}
+	last := empty && e.pipelines[p.key] == p
+	if last {
+		delete(e.pipelines, p.key)
+	}
+	e.mu.Unlock()
+	if last {
+		p.stop()
+		e.log.Info("stream stopped: no viewer left", "stream", p.key)
+	} else {
+		p.rebalance()
+	}
+}
+
+// ended is called when a pipeline's goroutines end: stopped (err nil),
+// or its target went (err): its viewers are closed.
+func (e *Engine) ended(p *pipeline, err error) {
+	if p.stopping.Load() {
+		return
+	}
+	p.cancel()
+	if err == nil {
+		err = errors.New("the encoder failed")
+	}
+	e.mu.Lock()
+	if e.pipelines[p.key] == p {
+		delete(e.pipelines, p.key)
+	}
+	e.mu.Unlock()
+	e.log.Info("stream ended", "stream", p.key, "err", err)
+	p.mu.Lock()
+	vs := make([]*Viewer, 0, len(p.viewers))
+	for v := range p.viewers {
+		vs = append(vs, v)
+	}
+	p.mu.Unlock()
+	for _, v := range vs {
+		v.end(fmt.Errorf("the stream ended: %w", err))
+	}
+}
+
+// Stats reports a target's pipeline, if it runs.
+func (e *Engine) Stats(key string) (Stats, bool) {
+	e.mu.Lock()
+	p := e.pipelines[key]
+	e.mu.Unlock()
+	if p == nil {
+		return Stats{}, false
+	}
+	return p.snapshot(), true
+}
+
+// Streams is the number of pipelines running.
+func (e *Engine) Streams() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.pipelines)
+}
+
+// Viewers is the number of viewers connected or connecting.
+func (e *Engine) Viewers() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.viewers
+}
+
+// Close ends every viewer and pipeline; no viewer joins after it.
+func (e *Engine) Close() {
+	e.mu.Lock()
+	e.closed = true
+	var vs []*Viewer
+	for _, p := range e.pipelines {
+		p.mu.Lock()
+		for v := range p.viewers {
+			vs = append(vs, v)
+		}
+		p.mu.Unlock()
+	}
+	e.mu.Unlock()
+	for _, v := range vs {
+		v.Close()
+	}
+}

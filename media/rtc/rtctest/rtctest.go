@@ -1,0 +1,327 @@
+// Package rtctest is the viewer side of the stream tests and benchmarks: a
+// pion receiver in the test process, on loopback only, that answers to the
+// daemon's WHEP routes, reassembles VP8 frames from RTP, and opens the
+// data channels a viewer page would.
+package rtctest
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pion/ice/v4"
+	"github.com/pion/interceptor"
+	"github.com/pion/rtcp"
+	"github.com/pion/rtp/codecs"
+	"github.com/pion/webrtc/v4"
+
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/media/rtc"
+)
+
+// Frame is one whole VP8 frame as it arrived.
+type Frame struct {
+	Data    []byte
+	Key     bool
+	Arrived time.Time
+	// Width and Height are read from a keyframe's header (0 otherwise).
+	Width, Height int
+	// PlayoutDelay says the frame's packets carried the zero playout delay.
+	PlayoutDelay bool
+}
+
+// Options shape the receiver's offer.
+type Options struct {
+	// Channels are the data channels to open (api.ChannelInput, ...).
+	Channels []string
+	// NoCandidates sends the offer before any candidate is gathered, as
+	// Chromium on loopback does: the daemon must connect from its own
+	// candidates alone.
+	NoCandidates bool
+}
+
+// Receiver is one viewer.
+type Receiver struct {
+	PC       *webrtc.PeerConnection
+	Frames   chan Frame
+	Channels map[string]*webrtc.DataChannel
+	// Messages are the texts received on each channel.
+	Messages map[string]chan string
+	// Closed is closed per channel when it closes.
+	Closed map[string]chan struct{}
+	Offer  string
+
+	mu     sync.Mutex
+	ssrc   uint32
+	tracks chan *webrtc.TrackRemote
+}
+
+// New makes a receiver and its offer: recvonly VP8 video with NACK, PLI,
+// FIR and TWCC, the playout-delay extension, and the channels asked for.
+func New(t testing.TB, o Options) *Receiver {
+	t.Helper()
+	m := &webrtc.MediaEngine{}
+	fb := []webrtc.RTCPFeedback{{Type: "ccm", Parameter: "fir"}, {Type: "nack"}, {Type: "nack", Parameter: "pli"}, {Type: webrtc.TypeRTCPFBTransportCC}}
+	if err := m.RegisterCodec(webrtc.RTPCodecParameters{
+		RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeVP8, ClockRate: 90000, RTCPFeedback: fb},
+		PayloadType:        96,
+	}, webrtc.RTPCodecTypeVideo); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RegisterHeaderExtension(webrtc.RTPHeaderExtensionCapability{URI: rtc.PlayoutDelayURI}, webrtc.RTPCodecTypeVideo); err != nil {
+		t.Fatal(err)
+	}
+	reg := &interceptor.Registry{}
+	if err := webrtc.RegisterDefaultInterceptors(m, reg); err != nil {
+		t.Fatal(err)
+	}
+	var se webrtc.SettingEngine
+	// Loopback only: nothing of the tests leaves the machine.
+	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
+	se.SetIncludeLoopbackCandidate(true)
+	se.SetInterfaceFilter(func(name string) bool { return name == "lo" })
+	se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
+	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
+	pc, err := webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(se)).
+		NewPeerConnection(webrtc.Configuration{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pc.Close() })
+	r := &Receiver{PC: pc, Frames: make(chan Frame, 256), Channels: map[string]*webrtc.DataChannel{},
+		Messages: map[string]chan string{}, Closed: map[string]chan struct{}{}, tracks: make(chan *webrtc.TrackRemote, 1)}
+	if _, err := pc.AddTransceiverFromKind(webrtc.RTPCodecTypeVideo, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionRecvonly}); err != nil {
+		t.Fatal(err)
+	}
+	for _, label := range o.Channels {
+		init := &webrtc.DataChannelInit{}
+		if label == api.ChannelPointer {
+			ordered, none := false, uint16(0)
+			init.Ordered, init.MaxRetransmits = &ordered, &none
+		}
+		dc, err := pc.CreateDataChannel(label, init)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs, closed := make(chan string, 64), make(chan struct{})
+		dc.OnMessage(func(m webrtc.DataChannelMessage) {
+			select {
+			case msgs <- string(m.Data):
+			default:
+			}
+		})
+		dc.OnClose(func() { close(closed) })
+		r.Channels[label], r.Messages[label], r.Closed[label] = dc, msgs, closed
+	}
+	pc.OnTrack(func(tr *webrtc.TrackRemote, _ *webrtc.RTPReceiver) {
+		r.mu.Lock()
+		r.ssrc = uint32(tr.SSRC())
+		r.mu.Unlock()
+		go r.read(tr)
+	})
+	offer, err := pc.CreateOffer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gathered := webrtc.GatheringCompletePromise(pc)
+	if err := pc.SetLocalDescription(offer); err != nil {
+		t.Fatal(err)
+	}
+	if o.NoCandidates {
+		r.Offer = offer.SDP
+		if strings.Contains(r.Offer, "a=candidate") {
+			t.Fatal("the candidate-less offer has candidates")
+		}
+	} else {
+		<-gathered
+		r.Offer = pc.LocalDescription().SDP
+	}
+	return r
+}
+
+// Accept applies the daemon's answer.
+func (r *Receiver) Accept(t testing.TB, answer string) {
+	t.Helper()
+	if err := r.PC.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answer}); err != nil {
+		t.Fatalf("apply the answer: %v", err)
+	}
+}
+
+// read reassembles frames: the packets of one RTP timestamp, in sequence,
+// up to the marker bit. A frame with a lost packet is dropped (the next
+// keyframe, which a PLI asks for, starts over).
+func (r *Receiver) read(tr *webrtc.TrackRemote) {
+	playoutID := 0
+	var (
+		buf      []byte
+		ts       uint32
+		nextSeq  uint16
+		started  bool
+		broken   bool
+		hasDelay bool
+	)
+	for {
+		pkt, _, err := tr.ReadRTP()
+		if err != nil {
+			close(r.Frames)
+			return
+		}
+		if playoutID == 0 {
+			playoutID = r.extensionID(rtc.PlayoutDelayURI)
+		}
+		if !started || pkt.Timestamp != ts {
+			buf, ts, broken, started = buf[:0], pkt.Timestamp, false, true
+			hasDelay = true
+			var vp codecs.VP8Packet
+			if _, err := vp.Unmarshal(pkt.Payload); err != nil || vp.S != 1 {
+				broken = true // joined mid-frame
+			}
+		} else if pkt.SequenceNumber != nextSeq {
+			broken = true
+		}
+		nextSeq = pkt.SequenceNumber + 1
+		if playoutID <= 0 || pkt.GetExtension(uint8(playoutID)) == nil {
+			hasDelay = false
+		}
+		var vp codecs.VP8Packet
+		payload, err := vp.Unmarshal(pkt.Payload)
+		if err != nil {
+			broken = true
+		}
+		buf = append(buf, payload...)
+		if !pkt.Marker || broken || len(buf) < 3 {
+			continue
+		}
+		f := Frame{Data: append([]byte(nil), buf...), Key: buf[0]&1 == 0, Arrived: time.Now(), PlayoutDelay: hasDelay}
+		if f.Key && len(buf) >= 10 {
+			f.Width = int(binary.LittleEndian.Uint16(buf[6:]) & 0x3fff)
+			f.Height = int(binary.LittleEndian.Uint16(buf[8:]) & 0x3fff)
+		}
+		select {
+		case r.Frames <- f:
+		default: // a test that stopped reading: drop
+		}
+		started = false
+	}
+}
+
+func (r *Receiver) extensionID(uri string) int {
+	for _, tr := range r.PC.GetTransceivers() {
+		if rc := tr.Receiver(); rc != nil {
+			for _, e := range rc.GetParameters().HeaderExtensions {
+				if e.URI == uri {
+					return e.ID
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// SendPLI asks the sender for a keyframe.
+func (r *Receiver) SendPLI() error {
+	r.mu.Lock()
+	ssrc := r.ssrc
+	r.mu.Unlock()
+	if ssrc == 0 {
+		return errors.New("no track yet")
+	}
+	return r.PC.WriteRTCP([]rtcp.Packet{&rtcp.PictureLossIndication{MediaSSRC: ssrc}})
+}
+
+// NextFrame waits for the next frame (key only when key is set).
+func (r *Receiver) NextFrame(t testing.TB, key bool, timeout time.Duration) Frame {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case f, ok := <-r.Frames:
+			if !ok {
+				t.Fatal("the track ended")
+			}
+			if !key || f.Key {
+				return f
+			}
+		case <-deadline:
+			t.Fatalf("no %sframe within %s", map[bool]string{true: "key"}[key], timeout)
+		}
+	}
+}
+
+// WaitOpen waits until a channel opened (or fails the test).
+func (r *Receiver) WaitOpen(t testing.TB, label string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for r.Channels[label].ReadyState() != webrtc.DataChannelStateOpen {
+		if time.Now().After(deadline) {
+			t.Fatalf("data channel %s did not open within %s (state %s)", label, timeout, r.Channels[label].ReadyState())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// WHEPResult is the daemon's answer to an offer.
+type WHEPResult struct {
+	Status   int
+	Answer   string
+	Location string
+	Error    *api.Error
+}
+
+// Post sends an offer to a WHEP route with a bearer (token or ticket).
+func Post(ctx context.Context, url, bearer, offer string) (WHEPResult, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(offer))
+	if err != nil {
+		return WHEPResult{}, err
+	}
+	req.Header.Set("Content-Type", api.ContentTypeSDP)
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return WHEPResult{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return WHEPResult{}, err
+	}
+	res := WHEPResult{Status: resp.StatusCode, Location: resp.Header.Get("Location")}
+	if resp.StatusCode == http.StatusCreated {
+		res.Answer = string(b)
+		return res, nil
+	}
+	var env api.ErrorEnvelope
+	if err := json.Unmarshal(b, &env); err != nil || env.Error == nil {
+		return res, fmt.Errorf("WHEP answered %d: %.200s", resp.StatusCode, b)
+	}
+	res.Error = env.Error
+	return res, nil
+}
+
+// Delete ends a session at its Location.
+func Delete(ctx context.Context, base, location, bearer string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, base+location, nil)
+	if err != nil {
+		return 0, err
+	}
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}

@@ -1,0 +1,261 @@
+package rtc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pion/interceptor/pkg/cc"
+	"github.com/pion/rtcp"
+	"github.com/pion/sdp/v3"
+	"github.com/pion/webrtc/v4"
+
+	"github.com/trycua/cua-spacesd/api"
+)
+
+// gatherTimeout bounds the wait for the daemon's own candidates (the UDP
+// mux has them at once; a TCP mux or NAT mapping is as quick).
+const gatherTimeout = 5 * time.Second
+
+// Input is where a viewer's input messages go (the desktop, through
+// XTEST). Close releases what the viewer still holds down.
+type Input interface {
+	Input(ctx context.Context, m api.ViewerInput) error
+	Close()
+}
+
+// ViewerOptions say how a viewer may use its stream.
+type ViewerOptions struct {
+	// ViewOnly viewers get no input channels: the daemon closes them.
+	ViewOnly bool
+	// MaxFPS is the frame rate the viewer asks for (the pipeline runs at
+	// the highest of its viewers'); 0 = api.DefaultStreamFPS.
+	MaxFPS int
+	// Input receives the input and pointer messages; nil refuses them.
+	Input Input
+	// OnClose is called once when the viewer ends, with why.
+	OnClose func(error)
+}
+
+// Viewer is one peer connection watching a pipeline.
+type Viewer struct {
+	e    *Engine
+	p    *pipeline
+	pc   *webrtc.PeerConnection
+	opts ViewerOptions
+	ctx  context.Context
+	stop context.CancelCauseFunc
+
+	bitrate atomic.Int64 // the viewer's congestion controller's target, bit/s
+	once    sync.Once
+
+	mu      sync.Mutex
+	control *webrtc.DataChannel
+}
+
+// Channel kinds by label; a label not listed is closed.
+var channelLabels = map[string]bool{api.ChannelInput: true, api.ChannelPointer: true, api.ChannelControl: true}
+
+func newViewer(ctx context.Context, e *Engine, p *pipeline, offer string, o ViewerOptions) (*Viewer, string, error) {
+	if err := checkOffer(offer); err != nil {
+		return nil, "", err
+	}
+	v := &Viewer{e: e, p: p, opts: o}
+	v.ctx, v.stop = context.WithCancelCause(ctx)
+	var est cc.BandwidthEstimator
+	webAPI, err := e.newAPI(func(b cc.BandwidthEstimator) { est = b })
+	if err != nil {
+		return nil, "", err
+	}
+	pc, err := webAPI.NewPeerConnection(webrtc.Configuration{})
+	if err != nil {
+		return nil, "", api.Errorf(api.KindEnv, "create the peer connection: %v", err)
+	}
+	v.pc = pc
+	fail := func(err error) (*Viewer, string, error) {
+		v.once.Do(func() {}) // never joined: nothing for end to undo
+		_ = pc.Close()
+		v.stop(err)
+		return nil, "", err
+	}
+	if est != nil {
+		est.OnTargetBitrateChange(func(bps int) {
+			v.bitrate.Store(int64(bps))
+			p.rebalance()
+		})
+	}
+	tr, err := pc.AddTransceiverFromTrack(p.track, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly})
+	if err != nil {
+		return fail(api.Errorf(api.KindEnv, "add the video track: %v", err))
+	}
+	pc.OnDataChannel(v.onDataChannel)
+	pc.OnConnectionStateChange(func(s webrtc.PeerConnectionState) {
+		switch s {
+		case webrtc.PeerConnectionStateConnected:
+			// The join's keyframe: the frames before it are of no use to
+			// this viewer.
+			p.requestKeyframe()
+		case webrtc.PeerConnectionStateFailed, webrtc.PeerConnectionStateClosed:
+			v.end(errors.New("the peer connection " + s.String()))
+		}
+	})
+	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer}); err != nil {
+		return fail(api.Errorf(api.KindInvalidArgument, "the SDP offer was refused: %v", err))
+	}
+	answer, err := pc.CreateAnswer(nil)
+	if err != nil {
+		return fail(api.Errorf(api.KindInvalidArgument, "no answer to the SDP offer: %v", err))
+	}
+	gathered := webrtc.GatheringCompletePromise(pc)
+	if err := pc.SetLocalDescription(answer); err != nil {
+		return fail(api.Errorf(api.KindEnv, "set the SDP answer: %v", err))
+	}
+	select {
+	case <-gathered:
+	case <-time.After(gatherTimeout):
+		return fail(api.Errorf(api.KindTimeout, "gathering the daemon's ICE candidates took over %s", gatherTimeout))
+	case <-ctx.Done():
+		return fail(api.Errorf(api.KindCancelled, "the offer's caller went away: %v", context.Cause(ctx)))
+	}
+	if tr.Mid() == "" || tr.Sender() == nil {
+		return fail(api.Errorf(api.KindInvalidArgument, "the offer has no video section that receives VP8: offer a recvonly video with VP8"))
+	}
+	// Counted in place of the reservation made by Join.
+	p.mu.Lock()
+	p.joining--
+	p.viewers[v] = struct{}{}
+	p.mu.Unlock()
+	go v.readRTCP(tr.Sender())
+	context.AfterFunc(v.ctx, func() { v.end(context.Cause(v.ctx)) })
+	return v, pc.LocalDescription().SDP, nil
+}
+
+// checkOffer parses the offer far enough to answer a clear error for what
+// is not SDP, before pion sees it.
+func checkOffer(offer string) error {
+	var d sdp.SessionDescription
+	if err := d.UnmarshalString(offer); err != nil {
+		return api.Errorf(api.KindInvalidArgument, "the body is not an SDP offer: %v", err)
+	}
+	for _, m := range d.MediaDescriptions {
+		if m.MediaName.Media == "video" {
+			return nil
+		}
+	}
+	return api.Errorf(api.KindInvalidArgument, "the SDP offer has no video section: offer a recvonly video (with VP8)")
+}
+
+// readRTCP reads the viewer's RTCP (which runs the interceptors: NACKs,
+// TWCC feedback) and turns PLI and FIR into keyframe requests.
+func (v *Viewer) readRTCP(s *webrtc.RTPSender) {
+	for {
+		pkts, _, err := s.ReadRTCP()
+		if err != nil {
+			return
+		}
+		for _, pkt := range pkts {
+			switch pkt.(type) {
+			case *rtcp.PictureLossIndication, *rtcp.FullIntraRequest:
+				v.p.requestKeyframe()
+			}
+		}
+	}
+}
+
+func (v *Viewer) onDataChannel(dc *webrtc.DataChannel) {
+	label := dc.Label()
+	if !channelLabels[label] {
+		v.e.log.Debug("viewer opened an unknown data channel; closed", "label", label)
+		dc.OnOpen(func() { _ = dc.Close() })
+		return
+	}
+	if label != api.ChannelControl && (v.opts.ViewOnly || v.opts.Input == nil) {
+		// Refused here, not only in the page: a view-only ticket's holder
+		// may send anything.
+		dc.OnOpen(func() { _ = dc.Close() })
+		return
+	}
+	switch label {
+	case api.ChannelControl:
+		v.mu.Lock()
+		v.control = dc
+		v.mu.Unlock()
+		dc.OnOpen(func() {
+			if s := v.p.frameSize(); s.X > 0 {
+				v.sendSize(s.X, s.Y)
+			}
+		})
+		dc.OnMessage(func(m webrtc.DataChannelMessage) { v.onControl(dc, m.Data) })
+	default:
+		dc.OnMessage(func(m webrtc.DataChannelMessage) { v.onInput(dc, m.Data) })
+	}
+}
+
+func (v *Viewer) onInput(dc *webrtc.DataChannel, b []byte) {
+	m, err := api.ParseViewerInput(b)
+	if err == nil {
+		err = v.opts.Input.Input(v.ctx, m)
+	}
+	if err != nil {
+		send(dc, api.ViewerControl{Type: api.ControlError, Error: api.AsError(err)})
+	}
+}
+
+func (v *Viewer) onControl(dc *webrtc.DataChannel, b []byte) {
+	m, err := api.ParseViewerControl(b)
+	if err != nil {
+		send(dc, api.ViewerControl{Type: api.ControlError, Error: api.AsError(err)})
+		return
+	}
+	switch m.Type {
+	case api.ControlKeyframe:
+		v.p.requestKeyframe()
+	case api.ControlPing:
+		send(dc, api.ViewerControl{Type: api.ControlPong, ID: m.ID, T: m.T, ServerMS: time.Now().UnixMilli()})
+	}
+}
+
+func (v *Viewer) sendSize(w, h int) {
+	v.mu.Lock()
+	dc := v.control
+	v.mu.Unlock()
+	if dc != nil && dc.ReadyState() == webrtc.DataChannelStateOpen {
+		send(dc, api.ViewerControl{Type: api.ControlSize, Width: w, Height: h})
+	}
+}
+
+func send(dc *webrtc.DataChannel, m api.ViewerControl) {
+	b, err := json.Marshal(m)
+	if err == nil {
+		_ = dc.SendText(string(b))
+	}
+}
+
+// Close ends the viewer (a DELETE of its session).
+func (v *Viewer) Close() { v.end(errors.New("the viewer's session was deleted")) }
+
+// Done is closed when the viewer has ended.
+func (v *Viewer) Done() <-chan struct{} { return v.ctx.Done() }
+
+// end closes the peer connection, releases held input and leaves the
+// pipeline, once.
+func (v *Viewer) end(cause error) {
+	v.once.Do(func() {
+		v.stop(cause)
+		_ = v.pc.Close()
+		if v.opts.Input != nil {
+			v.opts.Input.Close()
+		}
+		v.e.leave(v.p, v)
+		if v.opts.OnClose != nil {
+			v.opts.OnClose(cause)
+		}
+		if cause != nil && !strings.Contains(cause.Error(), "deleted") {
+			v.e.log.Debug("viewer ended", "stream", v.p.key, "cause", cause)
+		}
+	})
+}

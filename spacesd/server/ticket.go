@@ -1,0 +1,157 @@
+package server
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/trycua/cua-spacesd/api"
+)
+
+// A Ticket is a short-lived grant that a holder of the token hands to
+// someone who must not have the token: a viewer page, a person a stream
+// is shared with. It names what it opens (Scope, Target) and how
+// (ViewOnly), and is signed with a key derived from the current token, so
+// that a rotation of the token kills every ticket minted under the old
+// one. Tickets travel as Authorization: Bearer, never in a URL (URLs end
+// up in logs and browser histories).
+type Ticket struct {
+	// Scope is the kind of route the ticket opens (TicketScopeStream); a
+	// Route names the scope it accepts.
+	Scope string `json:"s"`
+	// Target is what within the scope ("screen", "window:123"); the
+	// service that serves the route checks it.
+	Target   string `json:"t"`
+	ViewOnly bool   `json:"v,omitempty"`
+	// Expires is when the ticket stops opening routes (Unix seconds on
+	// the wire).
+	Expires time.Time `json:"-"`
+	// Generation is the token generation it was minted under.
+	Generation uint64 `json:"g"`
+}
+
+// TicketScopeStream is the scope of media tickets (desktop and window streams).
+const TicketScopeStream = "stream"
+
+// ticketPrefix starts every ticket, so that a bearer value is told from
+// a token without trying a signature, and a ticket format change is a
+// new prefix.
+const ticketPrefix = "cuat1."
+
+// maxTicketBytes bounds a presented ticket before any decoding.
+const maxTicketBytes = 1024
+
+// ticketKeyLabel is the fixed input from which the ticket key is derived
+// (HMAC of the token's digest): the token itself is never kept, and the
+// key is no hash anyone sends.
+const ticketKeyLabel = "cua-spacesd ticket key v1"
+
+type ticketWire struct {
+	Ticket
+	Exp int64 `json:"e"`
+}
+
+// ticketKey derives the signing key of the current token. The caller holds a.mu.
+func (a *Auth) ticketKey() []byte {
+	m := hmac.New(sha256.New, a.digest[:])
+	m.Write([]byte(ticketKeyLabel))
+	return m.Sum(nil)
+}
+
+// MintTicket signs t under the current token; its Generation is set here.
+func (a *Auth) MintTicket(t Ticket) (string, error) {
+	a.mu.Lock()
+	t.Generation = a.generation
+	key := a.ticketKey()
+	a.mu.Unlock()
+	payload, err := json.Marshal(ticketWire{Ticket: t, Exp: t.Expires.Unix()})
+	if err != nil {
+		return "", err
+	}
+	p := base64.RawURLEncoding.EncodeToString(payload)
+	return ticketPrefix + p + "." + base64.RawURLEncoding.EncodeToString(sign(key, p)), nil
+}
+
+func sign(key []byte, payload string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(payload))
+	return m.Sum(nil)
+}
+
+// IsTicket reports whether a bearer value is in the ticket format.
+func IsTicket(bearer string) bool { return strings.HasPrefix(bearer, ticketPrefix) }
+
+var errBadTicket = api.Errorf(api.KindUnauthenticated, "the ticket is malformed or its signature does not match").
+	WithHint("mint a new ticket with the Space's token (POST /v1/stream/tickets)")
+
+// VerifyTicket checks a presented ticket's signature, expiry and token
+// generation at now.
+func (a *Auth) VerifyTicket(s string, now time.Time) (Ticket, error) {
+	rest, ok := strings.CutPrefix(s, ticketPrefix)
+	if !ok || len(s) > maxTicketBytes {
+		return Ticket{}, errBadTicket
+	}
+	p, mac, ok := strings.Cut(rest, ".")
+	if !ok {
+		return Ticket{}, errBadTicket
+	}
+	got, err := base64.RawURLEncoding.DecodeString(mac)
+	if err != nil {
+		return Ticket{}, errBadTicket
+	}
+	a.mu.Lock()
+	key, gen := a.ticketKey(), a.generation
+	a.mu.Unlock()
+	// The signature first: nothing of an unsigned payload is believed.
+	if !hmac.Equal(got, sign(key, p)) {
+		// A ticket of an old token fails here: the key changed with it.
+		return Ticket{}, errBadTicket
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(p)
+	if err != nil {
+		return Ticket{}, errBadTicket
+	}
+	var w ticketWire
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return Ticket{}, errBadTicket
+	}
+	t := w.Ticket
+	t.Expires = time.Unix(w.Exp, 0)
+	if t.Generation != gen {
+		// The same token put back after a rotation: its old tickets stay dead.
+		return Ticket{}, api.Errorf(api.KindUnauthenticated, "the ticket was minted before the token was rotated").
+			WithHint("mint a new ticket with the current token")
+	}
+	if !now.Before(t.Expires) {
+		return Ticket{}, api.Errorf(api.KindUnauthenticated, "the ticket expired at %s", t.Expires.UTC().Format(time.RFC3339)).
+			WithHint("mint a new ticket with the Space's token (POST /v1/stream/tickets)")
+	}
+	return t, nil
+}
+
+// Caller is who made a request: the holder of the token (Ticket nil), or
+// the bearer of a ticket, whose claims the route's service enforces.
+type Caller struct {
+	// Generation is the token generation the request was authorised under.
+	Generation uint64
+	Ticket     *Ticket
+}
+
+type callerKey struct{}
+
+// CallerOf returns the caller of a request handed to a route's handler.
+func CallerOf(ctx context.Context) Caller {
+	c, _ := ctx.Value(callerKey{}).(Caller)
+	return c
+}
+
+func withCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+var errTicketScope = api.Errorf(api.KindUnauthenticated, "a ticket does not open this route: tickets open only the routes of their scope").
+	WithHint("call this route with the Space's token")

@@ -1,0 +1,61 @@
+package server_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/spacesd/server"
+)
+
+// TestTickets: a ticket verifies with its claims until it expires; a
+// changed byte, an old token's key, and the same token put back after a
+// rotation all refuse it, each as unauthenticated.
+func TestTickets(t *testing.T) {
+	now := time.Now()
+	a := server.NewAuth("first-token", nil)
+	claims := server.Ticket{Scope: server.TicketScopeStream, Target: "window:42", ViewOnly: true, Expires: now.Add(time.Minute)}
+	tk, err := a.MintTicket(claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !server.IsTicket(tk) || strings.Contains(tk, "first-token") {
+		t.Fatalf("ticket %q", tk)
+	}
+	got, err := a.VerifyTicket(tk, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Scope != claims.Scope || got.Target != claims.Target || !got.ViewOnly || got.Expires.Unix() != claims.Expires.Unix() {
+		t.Fatalf("claims %+v, want %+v", got, claims)
+	}
+	refused := func(what, ticket string, at time.Time) {
+		t.Helper()
+		if _, err := a.VerifyTicket(ticket, at); api.KindOf(err) != api.KindUnauthenticated {
+			t.Errorf("%s: %v, want unauthenticated", what, err)
+		}
+	}
+	refused("expired", tk, now.Add(time.Minute))
+	// Flip a byte of the payload, then one of the signature.
+	mid := len("cuat1.") + 3
+	refused("payload changed", tk[:mid]+string(tk[mid]^1)+tk[mid+1:], now)
+	refused("signature changed", tk[:len(tk)-2]+string(tk[len(tk)-2]^1)+tk[len(tk)-1:], now)
+	refused("not a ticket", "cuat1.nonsense", now)
+	refused("too long", "cuat1."+strings.Repeat("a", 2000)+".b", now)
+	other := server.NewAuth("other-token", nil)
+	if _, err := other.VerifyTicket(tk, now); err == nil {
+		t.Error("a ticket verified under another token")
+	}
+	a.Rotate("second-token")
+	refused("after a rotation", tk, now)
+	a.Rotate("first-token") // the same token back: its old tickets stay dead
+	refused("the old token put back", tk, now)
+	fresh, err := a.MintTicket(claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.VerifyTicket(fresh, now); err != nil {
+		t.Errorf("a ticket minted after the rotations: %v", err)
+	}
+}

@@ -1,0 +1,135 @@
+package streamsvc
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/capabilities/desktop"
+	"github.com/trycua/cua-spacesd/media/rtc"
+	"github.com/trycua/cua-spacesd/spacesd/httpapi"
+	"github.com/trycua/cua-spacesd/spacesd/server"
+)
+
+func itoa(id uint32) string { return strconv.FormatUint(uint64(id), 10) }
+
+func (s *Service) offerScreen(w http.ResponseWriter, r *http.Request) { s.offer(w, r, 0) }
+
+func (s *Service) offerWindow(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseUint(r.PathValue("id"), 0, 32)
+	if err != nil || id == 0 {
+		httpapi.WriteError(w, api.Errorf(api.KindInvalidArgument, "window id %q is not a window id (a number from GET /v1/windows)", r.PathValue("id")))
+		return
+	}
+	s.offer(w, r, uint32(id))
+}
+
+// offer answers a WHEP offer: 201 Created, the whole SDP answer, and the
+// Location of the session, which a DELETE ends.
+func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32) {
+	caller := server.CallerOf(r.Context())
+	target := targetName(windowID)
+	viewOnly := false
+	if t := caller.Ticket; t != nil {
+		if t.Target != target {
+			httpapi.WriteError(w, api.Errorf(api.KindForbidden, "the ticket opens the stream of %s, not of %s", t.Target, target).
+				WithHint("mint a ticket for this target (POST /v1/stream/tickets)"))
+			return
+		}
+		viewOnly = t.ViewOnly
+	}
+	fps, err := httpapi.QueryInt(r, "max_fps", api.DefaultStreamFPS, 1, api.MaxStreamFPS)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	offer, err := io.ReadAll(io.LimitReader(r.Body, rtc.MaxOfferBytes+1))
+	if err != nil {
+		httpapi.WriteError(w, api.Errorf(api.KindInvalidArgument, "read the offer: %v", err))
+		return
+	}
+	if s.engine == nil { // the feature gate answered already; a guard
+		httpapi.WriteError(w, api.CapabilityMissing(api.FeatureDesktopStream, s.limitation))
+		return
+	}
+	if windowID != 0 {
+		if _, err := s.d.Window(r.Context(), windowID); err != nil {
+			httpapi.WriteError(w, err)
+			return
+		}
+	}
+	id := newSessionID()
+	// The viewer outlives this request: its context hangs off the
+	// service's, and ends when the token it came with is rotated.
+	ctx, end := s.host.Session(s.base, caller.Generation)
+	var input rtc.Input
+	if !viewOnly {
+		input = &viewerInput{d: s.d, held: s.d.NewHeld(), windowID: windowID}
+	}
+	v, answer, err := s.engine.Join(ctx, rtc.Target{Key: target, Open: s.opener(windowID)}, string(offer), rtc.ViewerOptions{
+		ViewOnly: viewOnly, MaxFPS: int(fps), Input: input,
+		OnClose: func(cause error) {
+			s.mu.Lock()
+			delete(s.sessions, id)
+			s.mu.Unlock()
+			if errors.Is(cause, server.ErrTokenRotated) {
+				s.log.Info("stream viewer ended: the token was rotated", "stream", target)
+			}
+			end(cause)
+		},
+	})
+	if err != nil {
+		end(err)
+		httpapi.WriteError(w, err)
+		return
+	}
+	s.mu.Lock()
+	select {
+	case <-v.Done(): // ended already (OnClose ran)
+	default:
+		s.sessions[id] = session{viewer: v, target: target}
+	}
+	s.mu.Unlock()
+	w.Header().Set("Location", strings.Replace(api.PathStreamSession, "{id}", id, 1))
+	w.Header().Set("Content-Type", api.ContentTypeSDP)
+	w.WriteHeader(http.StatusCreated)
+	_, _ = io.WriteString(w, answer)
+}
+
+// opener makes the capture source of a target when its first viewer joins.
+func (s *Service) opener(windowID uint32) func() (rtc.Source, error) {
+	return func() (rtc.Source, error) {
+		return &capSource{c: s.d.NewCapturer(windowID), captures: s.captures}, nil
+	}
+}
+
+func newSessionID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// capSource is a desktop Capturer as a stream's source, counting captures
+// (the metric that shows nothing is captured once nobody watches).
+type capSource struct {
+	c        *desktop.Capturer
+	captures server.Counter
+}
+
+func (c *capSource) Next(ctx context.Context) (rtc.Frame, error) {
+	f, err := c.c.Next(ctx)
+	if err != nil {
+		return rtc.Frame{}, err
+	}
+	c.captures.Add(1)
+	return rtc.Frame{Pix: f.Pix, Stride: f.Stride, Width: f.Width, Height: f.Height, Damage: f.Damage, Full: f.Full}, nil
+}
+
+func (c *capSource) RequestFull() { c.c.RequestFull() }
+func (c *capSource) Close()       { c.c.Close() }

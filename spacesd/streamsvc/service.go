@@ -1,0 +1,223 @@
+// Package streamsvc is the stream service of cua-spacesd: desktop_stream
+// and window_stream over WebRTC, signalled by WHEP (RFC 9725), opened with
+// the token or a media ticket. The pipelines and peer connections are
+// media/rtc's; the pixels and input are capabilities/desktop's. One file
+// per operation: tickets, offers (WHEP), sessions, input.
+package streamsvc
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/capabilities/desktop"
+	"github.com/trycua/cua-spacesd/media/rtc"
+	"github.com/trycua/cua-spacesd/media/vp8"
+	"github.com/trycua/cua-spacesd/spacesd/server"
+)
+
+// DefaultMediaPort is the UDP port of the media (every viewer's ICE), the
+// same number as the HTTP port: one number to open in a firewall.
+const DefaultMediaPort = api.DefaultPort
+
+// Options say where the media travels.
+type Options struct {
+	// UDPAddr is the one UDP address every viewer's ICE uses
+	// ("127.0.0.1:0" picks a free port, for tests).
+	UDPAddr string
+	// ICETCPAddr, when set, also serves ICE over TCP there, for viewers
+	// whose UDP is blocked.
+	ICETCPAddr string
+	// NAT1To1IPs are the public addresses of a guest behind a 1:1 NAT.
+	NAT1To1IPs []string
+}
+
+// Metrics of the stream service.
+const (
+	MetricCaptures = "cua_spacesd_stream_captures_total"
+	MetricStreams  = "cua_spacesd_streams"
+	MetricViewers  = "cua_spacesd_stream_viewers"
+	// Frames sent, keyframes among them, their bytes, and the encoder's
+	// time on them (seconds).
+	MetricFrames       = "cua_spacesd_stream_frames_total"
+	MetricKeyframes    = "cua_spacesd_stream_keyframes_total"
+	MetricFrameBytes   = "cua_spacesd_stream_frame_bytes_total"
+	MetricEncodeMicros = "cua_spacesd_stream_encode_microseconds_total"
+	// MetricKeyframeEncodeMicros is the encoder's time on keyframes alone.
+	MetricKeyframeEncodeMicros = "cua_spacesd_stream_keyframe_encode_microseconds_total"
+)
+
+// Service serves desktop_stream and window_stream.
+type Service struct {
+	host     server.Host
+	d        *desktop.Desktop
+	log      *slog.Logger
+	engine   *rtc.Engine // nil when the media cannot run (see limitation)
+	conns    []interface{ Close() error }
+	captures server.Counter
+	// limitation says why the streams cannot run ("" when they can).
+	limitation string
+
+	base context.Context // ends at Close: every viewer's sessions hang off it
+	stop context.CancelFunc
+
+	mu       sync.Mutex
+	sessions map[string]session
+}
+
+type session struct {
+	viewer *rtc.Viewer
+	target string
+}
+
+// New returns the stream service over d (which the desktop service owns).
+// A build without the encoder, or a UDP address that cannot be bound,
+// leaves the daemon running with both features unsupported, saying why.
+func New(d *desktop.Desktop, o Options) server.NewService {
+	return func(h server.Host) (server.Service, error) {
+		s := &Service{host: h, d: d, log: h.Log.With("service", "stream"), sessions: map[string]session{},
+			captures: h.Metrics.Counter(MetricCaptures)}
+		s.base, s.stop = context.WithCancel(context.Background())
+		h.Metrics.Gauge(MetricStreams, func() float64 { return float64(s.streams()) })
+		h.Metrics.Gauge(MetricViewers, func() float64 { return float64(s.viewers()) })
+		if !vp8.Available {
+			s.limitation = vp8.Limitation
+			return s, nil
+		}
+		if err := s.listen(o); err != nil {
+			s.limitation = err.Error()
+			s.log.Error("streams unavailable", "err", err)
+		}
+		return s, nil
+	}
+}
+
+func (s *Service) listen(o Options) error {
+	addr := o.UDPAddr
+	if addr == "" {
+		addr = net.JoinHostPort("", strconv.Itoa(DefaultMediaPort))
+	}
+	udp, rb, wb, err := rtc.ListenUDP(addr)
+	if err != nil {
+		return api.Errorf(api.KindEnv, "the media UDP address %s cannot be bound (%v): free it or pick another with --media-udp", addr, err)
+	}
+	if rb < rtc.SocketBufferBytes || wb < rtc.SocketBufferBytes {
+		s.log.Warn("media UDP buffers are smaller than asked: large keyframes may lose packets; raise net.core.rmem_max and wmem_max or run as root",
+			"read_bytes", rb, "write_bytes", wb, "want_bytes", rtc.SocketBufferBytes)
+	}
+	s.conns = append(s.conns, udp)
+	frames, keys := s.host.Metrics.Counter(MetricFrames), s.host.Metrics.Counter(MetricKeyframes)
+	bytes, encode := s.host.Metrics.Counter(MetricFrameBytes), s.host.Metrics.Counter(MetricEncodeMicros)
+	keyEncode := s.host.Metrics.Counter(MetricKeyframeEncodeMicros)
+	cfg := rtc.Config{UDP: udp, NAT1To1IPs: o.NAT1To1IPs, Logger: s.log,
+		OnEncoded: func(key bool, n int, took time.Duration) {
+			frames.Add(1)
+			if key {
+				keys.Add(1)
+				keyEncode.Add(took.Microseconds())
+			}
+			bytes.Add(int64(n))
+			encode.Add(took.Microseconds())
+		}}
+	if o.ICETCPAddr != "" {
+		ln, err := net.Listen("tcp4", o.ICETCPAddr)
+		if err != nil {
+			udp.Close()
+			return api.Errorf(api.KindEnv, "the ICE-TCP address %s cannot be bound (%v): free it or pick another with --media-ice-tcp", o.ICETCPAddr, err)
+		}
+		s.conns = append(s.conns, ln)
+		cfg.TCP = ln
+	}
+	engine, err := rtc.NewEngine(cfg)
+	if err != nil {
+		return err
+	}
+	s.engine = engine
+	s.log.Info("media listening", "udp", udp.LocalAddr().String(), "ice_tcp", o.ICETCPAddr, "nat_1to1", o.NAT1To1IPs)
+	return nil
+}
+
+// UDPAddr is where the media socket listens (for tests and the log).
+func (s *Service) UDPAddr() net.Addr {
+	for _, c := range s.conns {
+		if u, ok := c.(*net.UDPConn); ok {
+			return u.LocalAddr()
+		}
+	}
+	return nil
+}
+
+// Routes of the stream service. The offer and session routes take a
+// stream ticket as well as the token.
+func (s *Service) Routes() []server.Route {
+	return []server.Route{
+		{Method: http.MethodPost, Path: api.PathStreamTickets, Body: server.BodyJSON, Handler: s.mintTicket},
+		{Method: http.MethodPost, Path: api.PathStreamScreen, Feature: api.FeatureDesktopStream, Body: api.ContentTypeSDP,
+			Ticket: server.TicketScopeStream, Handler: s.offerScreen},
+		{Method: http.MethodPost, Path: api.PathStreamWindow, Feature: api.FeatureWindowStream, Body: api.ContentTypeSDP,
+			Ticket: server.TicketScopeStream, Handler: s.offerWindow},
+		{Method: http.MethodDelete, Path: api.PathStreamSession, Ticket: server.TicketScopeStream, Handler: s.deleteSession},
+	}
+}
+
+// Features: each needs the encoder, the media socket, and what its capture
+// needs (the display for the screen, the window list for windows).
+func (s *Service) Features() map[api.Feature]server.Probe {
+	probe := func(needs api.Feature) server.Probe {
+		return func(ctx context.Context) api.FeatureStatus {
+			if s.limitation != "" {
+				return api.FeatureStatus{Limitation: s.limitation}
+			}
+			return s.host.Feature(ctx, needs)
+		}
+	}
+	return map[api.Feature]server.Probe{
+		api.FeatureDesktopStream: probe(api.FeatureScreenshot),
+		api.FeatureWindowStream:  probe(api.FeatureWindows),
+	}
+}
+
+// Limits of the streams.
+func (s *Service) Limits(l *api.Limits) {
+	l.MaxStreamViewers = rtc.MaxViewers
+	l.MaxTicketTTLSeconds = api.MaxTicketTTLSeconds
+	l.MaxStreamFPS = api.MaxStreamFPS
+}
+
+// Close ends every viewer and stream, and the media sockets.
+func (s *Service) Close() {
+	s.stop()
+	if s.engine != nil {
+		s.engine.Close()
+	}
+	for _, c := range s.conns {
+		_ = c.Close()
+	}
+}
+
+func (s *Service) streams() int {
+	if s.engine == nil {
+		return 0
+	}
+	return s.engine.Streams()
+}
+
+func (s *Service) viewers() int {
+	if s.engine == nil {
+		return 0
+	}
+	return s.engine.Viewers()
+}
+
+// targetName names a stream target in tickets and pipelines.
+func targetName(windowID uint32) string {
+	if windowID == 0 {
+		return "screen"
+	}
+	return "window:" + strconv.FormatUint(uint64(windowID), 10)
+}
