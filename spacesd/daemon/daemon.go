@@ -37,6 +37,9 @@ type Options struct {
 	Files filesvc.Options
 	// Stream says where the streams' media travels (UDP port, ICE-TCP, NAT).
 	Stream streamsvc.Options
+	// AuthFailurePause replaces the pause of a refused credential (see
+	// server.Config); nil keeps server.AuthFailureDelay.
+	AuthFailurePause func(context.Context)
 }
 
 // New builds the daemon's server with every service.
@@ -66,6 +69,8 @@ func New(o Options) (*server.Server, error) {
 		Auth:    o.Auth,
 		Logger:  o.Logger,
 		Display: o.Display,
+		// AuthFailurePause: the test daemon refuses many tokens on purpose.
+		AuthFailurePause: o.AuthFailurePause,
 		Services: []server.NewService{
 			procsvc.New(procs),
 			filesvc.New(o.Files),

@@ -41,6 +41,10 @@ type Options struct {
 	// Stream adjusts the streams; the media UDP socket defaults to a free
 	// port on 127.0.0.1, so that test daemons never share one.
 	Stream streamsvc.Options
+	// AuthFailurePause is the pause of a refused credential. The test
+	// daemon answers refusals at once by default (tests refuse hundreds of
+	// tokens on purpose); a test of the pause itself sets its own.
+	AuthFailurePause func(context.Context)
 }
 
 // Token returns a fresh random token.
@@ -68,7 +72,11 @@ func Start(t testing.TB, opts Options) *Daemon {
 	if opts.Stream.UDPAddr == "" {
 		opts.Stream.UDPAddr = "127.0.0.1:0"
 	}
-	srv, err := daemon.New(daemon.Options{Version: "test", Auth: auth, Logger: log, Display: opts.Display, Process: opts.Process, Stream: opts.Stream})
+	if opts.AuthFailurePause == nil {
+		opts.AuthFailurePause = func(context.Context) {}
+	}
+	srv, err := daemon.New(daemon.Options{Version: "test", Auth: auth, Logger: log, Display: opts.Display, Process: opts.Process, Stream: opts.Stream,
+		AuthFailurePause: opts.AuthFailurePause})
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)
 	}
