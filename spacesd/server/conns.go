@@ -154,6 +154,11 @@ type trackedConn struct {
 	idleGen   uint64 // which idle spell the idle timer belongs to
 	idleTimer *time.Timer
 
+	// pendingAuth marks a connection whose request may authenticate after
+	// its WebSocket upgrade (Route.InBandAuth): it stays anonymous, and
+	// evictable, until it does. Guarded by t.mu.
+	pendingAuth bool
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -297,6 +302,12 @@ func (t *connTracker) connState(nc net.Conn, st http.ConnState) {
 		t.unlist(c)
 		c.stream = true
 		t.streams++
+		if c.anonymous && c.pendingAuth {
+			// Not authenticated yet: it may be closed to make room, as
+			// any anonymous connection (promote ends that).
+			c.elem, c.in = t.fresh.PushBack(c), &t.fresh
+			return
+		}
 		if c.anonymous {
 			c.anonymous = false
 			t.anonymous--
@@ -345,6 +356,16 @@ func withConn(ctx context.Context, c net.Conn) context.Context {
 func promoteConn(ctx context.Context) {
 	if tc, ok := ctx.Value(connKey{}).(*trackedConn); ok {
 		tc.t.promote(tc)
+	}
+}
+
+// markPendingAuth marks the connection of a request that may authenticate
+// after its upgrade (see trackedConn.pendingAuth).
+func markPendingAuth(ctx context.Context) {
+	if tc, ok := ctx.Value(connKey{}).(*trackedConn); ok {
+		tc.t.mu.Lock()
+		tc.pendingAuth = true
+		tc.t.mu.Unlock()
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gorilla/websocket"
 	"github.com/trycua/cua-spacesd/api"
@@ -246,5 +247,79 @@ func TestInBandAuthentication(t *testing.T) {
 	}
 	if !bytes.Contains([]byte(logs.String()), []byte(`"status":401`)) {
 		t.Errorf("no request line for the refused upgrades:\n%s", logs.String())
+	}
+}
+
+// A WebSocket that has not authenticated in band yet counts as anonymous:
+// it may be closed to make room, as an idle anonymous connection is, so
+// unauthenticated upgrades cannot take every slot. Once it authenticates
+// it is an authenticated stream.
+func TestPendingUpgradeStaysAnonymous(t *testing.T) {
+	const tok = "pending-token"
+	var host server.Host
+	var up websocket.Upgrader
+	authed := make(chan error, 4)
+	rt := server.Route{Method: http.MethodGet, Path: "/test/inband", InBandAuth: true,
+		Handler: func(w http.ResponseWriter, r *http.Request) {
+			ws, err := up.Upgrade(w, r, nil)
+			if err != nil {
+				return
+			}
+			defer ws.Close()
+			_, msg, err := ws.ReadMessage()
+			if err != nil {
+				return
+			}
+			_, end, err := host.Authenticate(r.Context(), string(msg))
+			authed <- err
+			if err != nil {
+				return
+			}
+			defer end(nil)
+			_, _, _ = ws.ReadMessage() // until the client goes
+		}}
+	s := serve(t, server.Config{Auth: server.NewAuth(tok, slogDiscard()), AuthFailurePause: func(context.Context) {},
+		Conns:    server.ConnLimits{MaxAnonymous: 1, MaxTotal: 8},
+		Services: []server.NewService{hostService{testService{routes: []server.Route{rt}}, &host}.mount}})
+	url := "ws://" + s.addr + "/test/inband"
+
+	pending, _, err := websocket.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pending.Close()
+	eventually(t, func() bool {
+		_, anon, _, streams := s.ConnCounts()
+		return anon == 1 && streams == 1
+	})
+	// A newcomer takes the only anonymous slot: the pending stream is the
+	// one closed for it.
+	c := dialRaw(t, s.addr)
+	c.mustGet(t, "/health", "", http.StatusOK)
+	_ = pending.SetReadDeadline(time.Now().Add(liveness))
+	if _, _, err := pending.ReadMessage(); err == nil {
+		t.Fatal("the pending stream was not closed to make room")
+	}
+	_ = c.Close()
+
+	ok, _, err := websocket.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ok.Close()
+	_ = ok.WriteMessage(websocket.TextMessage, []byte(tok))
+	if err := <-authed; err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() bool {
+		_, anon, authenticated, streams := s.ConnCounts()
+		return anon == 0 && authenticated == 1 && streams == 1
+	})
+	// Now another anonymous newcomer evicts nothing that authenticated.
+	c = dialRaw(t, s.addr)
+	c.mustGet(t, "/health", "", http.StatusOK)
+	// (The newcomer was admitted, and any eviction done, before its answer.)
+	if _, _, _, streams := s.ConnCounts(); streams != 1 {
+		t.Fatalf("the authenticated stream was closed: %d streams", streams)
 	}
 }

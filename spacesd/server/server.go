@@ -241,6 +241,7 @@ func (s *Server) authenticateInBand(ctx context.Context, tok string) (context.Co
 		return nil, nil, errUnauthenticated
 	}
 	caller.Pending, caller.Generation = false, gen
+	promoteConn(ctx)
 	sctx, end := s.auth.Session(withCaller(ctx, caller), gen)
 	return sctx, end, nil
 }
@@ -363,7 +364,9 @@ func (s *Server) wrap(rt Route) http.Handler {
 			}
 		} else if s.pendingUpgrade(r, rt) {
 			// The handler authenticates in band (Host.Authenticate); its
-			// stream ends at the start of a shutdown all the same.
+			// stream ends at the start of a shutdown all the same, and
+			// its connection counts as anonymous until then.
+			markPendingAuth(r.Context())
 			ctx, cancel := context.WithCancelCause(withCaller(r.Context(), Caller{Pending: true, route: label}))
 			defer cancel(nil)
 			defer rec.stopStream()
