@@ -12,6 +12,7 @@ import (
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/capabilities/process"
+	"github.com/trycua/cua-spacesd/spacesd/compatsvc"
 	"github.com/trycua/cua-spacesd/spacesd/desktopsvc"
 	"github.com/trycua/cua-spacesd/spacesd/filesvc"
 	"github.com/trycua/cua-spacesd/spacesd/procsvc"
@@ -78,6 +79,9 @@ func New(o Options) (*server.Server, error) {
 			// After the desktop service, which owns desk: services close in
 			// reverse order, so the streams end before the display goes.
 			streamsvc.New(desk, o.Stream),
+			// computer-server's bus over the same process manager and
+			// desktop; closed before them (it releases what its clients held).
+			compatsvc.New(procs, desk, o.Version),
 		},
 	})
 }
