@@ -6,6 +6,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 
@@ -38,6 +39,8 @@ type Options struct {
 	Files filesvc.Options
 	// Stream says where the streams' media travels (UDP port, ICE-TCP, NAT).
 	Stream streamsvc.Options
+	// TLS, when set, serves HTTPS and WSS (server.NewTLSConfig).
+	TLS *tls.Config
 	// AuthFailurePause replaces the pause of a refused credential (see
 	// server.Config); nil keeps server.AuthFailureDelay.
 	AuthFailurePause func(context.Context)
@@ -72,6 +75,7 @@ func New(o Options) (*server.Server, error) {
 		Display: o.Display,
 		// AuthFailurePause: the test daemon refuses many tokens on purpose.
 		AuthFailurePause: o.AuthFailurePause,
+		TLS:              o.TLS,
 		Services: []server.NewService{
 			procsvc.New(procs),
 			filesvc.New(o.Files),

@@ -3,6 +3,7 @@ package server
 import (
 	"container/list"
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"net/http"
@@ -274,7 +275,7 @@ func (t *connTracker) unlist(c *trackedConn) {
 
 // connState follows http.Server's view of a connection.
 func (t *connTracker) connState(nc net.Conn, st http.ConnState) {
-	c, ok := nc.(*trackedConn)
+	c, ok := tracked(nc)
 	if !ok {
 		return
 	}
@@ -341,11 +342,20 @@ func (t *connTracker) promote(c *trackedConn) {
 	t.authenticated++
 }
 
+// tracked is the tracker's connection under c, which may be TLS over it.
+func tracked(c net.Conn) (*trackedConn, bool) {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	tc, ok := c.(*trackedConn)
+	return tc, ok
+}
+
 // connKey is the context key of a request's *trackedConn.
 type connKey struct{}
 
 func withConn(ctx context.Context, c net.Conn) context.Context {
-	if tc, ok := c.(*trackedConn); ok {
+	if tc, ok := tracked(c); ok {
 		return context.WithValue(ctx, connKey{}, tc)
 	}
 	return ctx

@@ -7,6 +7,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -62,6 +63,8 @@ type Config struct {
 	Services []NewService
 	// Conns bound the connections (see conns.go); zero fields take defaults.
 	Conns ConnLimits
+	// TLS, when set, serves HTTPS and WSS on the listener (NewTLSConfig).
+	TLS *tls.Config
 	// AuthFailurePause is how a refused credential is slowed down before
 	// its answer; nil waits AuthFailureDelay (or until the request ends).
 	// A test daemon that refuses thousands of tokens on purpose may pass a
@@ -478,6 +481,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		BaseContext: func(net.Listener) context.Context { return base },
 	}
 	ln = s.conns.listener(ln)
+	if s.cfg.TLS != nil {
+		// Outside the tracker: http.Server must see the *tls.Conn (for
+		// r.TLS and the handshake's deadline), and the tracker unwraps it.
+		ln = tls.NewListener(ln, s.cfg.TLS)
+	}
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
 	go s.auth.Watch(watchCtx)
