@@ -27,13 +27,13 @@ const liveness = time.Minute
 // bus is a test client of GET /ws speaking raw JSON, as the published
 // clients do.
 type bus struct {
-	t  *testing.T
+	t  testing.TB
 	ws *websocket.Conn
 }
 
 func wsURL(d *spacesdtest.Daemon) string { return "ws" + strings.TrimPrefix(d.URL, "http") + "/ws" }
 
-func dialBus(t *testing.T, url string, h http.Header) *bus {
+func dialBus(t testing.TB, url string, h http.Header) *bus {
 	t.Helper()
 	ws, resp, err := websocket.DefaultDialer.Dial(url, h)
 	if err != nil {
