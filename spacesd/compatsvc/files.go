@@ -228,18 +228,28 @@ func getFileSize(_ context.Context, _ *conn, p pathParams) (any, error) {
 
 // deleteFile removes a file or a symlink; a directory is delete_dir's.
 func deleteFile(_ context.Context, _ *conn, p pathParams) (any, error) {
-	path, err := resolvePath(p.Path)
+	return nil, removeEntry(p.Path, false, false)
+}
+
+// removeEntry removes what p names once it is the kind its command takes
+// (dir: delete_dir; otherwise delete_file), so that neither removes what
+// the other is for.
+func removeEntry(p string, dir, recursive bool) error {
+	path, err := resolvePath(p)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	fi, err := files.Stat(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if fi.Type == api.TypeDir {
-		return nil, api.Errorf(api.KindInvalidArgument, "delete_file %s: is a directory; use delete_dir", path)
+	switch isDir := fi.Type == api.TypeDir; {
+	case isDir && !dir:
+		return api.Errorf(api.KindInvalidArgument, "delete_file %s: is a directory; use delete_dir", path)
+	case !isDir && dir:
+		return api.Errorf(api.KindInvalidArgument, "delete_dir %s: not a directory; use delete_file", path)
 	}
-	return nil, files.Remove(api.RemoveRequest{Path: path})
+	return files.Remove(api.RemoveRequest{Path: path, Recursive: recursive})
 }
 
 // createDir makes a directory and its parents; one that exists is fine.
@@ -259,16 +269,5 @@ type deleteDirParams struct {
 }
 
 func deleteDir(_ context.Context, _ *conn, p deleteDirParams) (any, error) {
-	path, err := resolvePath(p.Path)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := files.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if fi.Type != api.TypeDir {
-		return nil, api.Errorf(api.KindInvalidArgument, "delete_dir %s: not a directory; use delete_file", path)
-	}
-	return nil, files.Remove(api.RemoveRequest{Path: path, Recursive: p.Recursive})
+	return nil, removeEntry(p.Path, true, p.Recursive)
 }

@@ -105,13 +105,18 @@ type dragToParams struct {
 	Duration *float64 `json:"duration"`
 }
 
+// dragOptions reads the button and duration that drag and drag_to share.
+func dragOptions(name string, duration *float64) (btn string, secs float64, err error) {
+	if btn, err = button(name); err != nil {
+		return "", 0, err
+	}
+	secs, err = seconds("duration", duration, defaultDragSeconds, maxDragSeconds)
+	return btn, secs, err
+}
+
 // dragTo drags from where the pointer is to (x, y).
 func dragTo(ctx context.Context, c *conn, p dragToParams) (any, error) {
-	btn, err := button(p.Button)
-	if err != nil {
-		return nil, err
-	}
-	secs, err := seconds("duration", p.Duration, defaultDragSeconds, maxDragSeconds)
+	btn, secs, err := dragOptions(p.Button, p.Duration)
 	if err != nil {
 		return nil, err
 	}
@@ -134,11 +139,7 @@ type dragParams struct {
 // others, spread over the duration, and releases at the last. A failure
 // on the way releases the button where the pointer got to.
 func drag(ctx context.Context, c *conn, p dragParams) (any, error) {
-	btn, err := button(p.Button)
-	if err != nil {
-		return nil, err
-	}
-	secs, err := seconds("duration", p.Duration, defaultDragSeconds, maxDragSeconds)
+	btn, secs, err := dragOptions(p.Button, p.Duration)
 	if err != nil {
 		return nil, err
 	}

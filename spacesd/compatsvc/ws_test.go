@@ -134,8 +134,8 @@ func cmd(t *testing.T, d *spacesdtest.Daemon, h http.Header, body string) (int, 
 }
 
 // Malformed messages, unknown commands and params of the wrong type are
-// each answered success false with a clear error, and the connection and
-// the daemon stay up; answers come in the order the commands were sent.
+// each answered success false with a clear error, over /ws and /cmd, and
+// the connection and the daemon stay up; answers come in the order the commands were sent.
 func TestBusRobustness(t *testing.T) {
 	d := spacesdtest.Start(t, spacesdtest.Options{})
 	b := dialBus(t, wsURL(d), http.Header{server.HeaderAPIKey: {d.Token}, "X-VM-Name": {"any"}})
@@ -153,6 +153,11 @@ func TestBusRobustness(t *testing.T) {
 		res := b.send(raw)
 		if res["success"] != false || !strings.Contains(str(res["error"]), want) || res["kind"] != "invalid_argument" {
 			t.Errorf("%s = %v, want success false, invalid_argument, %q", raw, res, want)
+		}
+		// POST /cmd answers the same, with a 400.
+		status, res := cmd(t, d, http.Header{server.HeaderAPIKey: {d.Token}}, raw)
+		if status != http.StatusBadRequest || res["success"] != false || !strings.Contains(str(res["error"]), want) || res["kind"] != "invalid_argument" {
+			t.Errorf("POST /cmd %s = %d %v, want 400, success false, invalid_argument, %q", raw, status, res, want)
 		}
 	}
 	// A binary frame is read as a text one.
