@@ -5,3 +5,6 @@ func (s *Server) ConnCounts() (total, anonymous, authenticated, streams int) {
 	c := s.conns.counts()
 	return c.Total, c.Anonymous, c.Authenticated, c.Streams
 }
+
+// Reload makes the token file's poll happen now.
+func (a *Auth) Reload() { a.reload() }
