@@ -44,7 +44,8 @@ type Route struct {
 	// neither is a type a web page may send to another origin without
 	// asking first, so no page can reach a route by a plain form post.
 	Body string
-	// Public routes need no token (GET /health only).
+	// Public routes need no token: GET /health, and the viewer page's
+	// static files.
 	Public bool
 	// Ticket is the scope of the tickets the route accepts besides the
 	// token (TicketScopeStream); "" = the token only. The handler finds
