@@ -4,16 +4,10 @@ import (
 	"context"
 	"testing"
 
-	"github.com/jezek/xgb/xproto"
-
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
 )
-
-// xcHand2 is the hand cursor of X's cursor font (X11/cursorfont.h); its
-// mask is the next glyph.
-const xcHand2 = 60
 
 // watch runs WatchCursor until the test ends, handing each Cursor over.
 func watch(t *testing.T, d *desktop.Desktop, windowID uint32) <-chan desktop.Cursor {
@@ -73,7 +67,7 @@ func TestWatchCursor(t *testing.T) {
 	}
 	title := desktoptest.RandomWord(t)
 	xc := desktoptest.NewXClient(t, display, title, 200, 200, []desktoptest.Fill{desktoptest.Red})
-	setGlyphCursor(t, xc, xcHand2)
+	xc.SetGlyphCursor(t, desktoptest.CursorHand2)
 	var win api.Window
 	desktoptest.Eventually(t, "the window listed", func() bool {
 		ws, err := d.Windows(ctx, title)
@@ -128,27 +122,4 @@ func opaqueAndClear(s *desktop.CursorShape) bool {
 		clear = clear || s.Image.Pix[i] == 0
 	}
 	return opaque && clear
-}
-
-// setGlyphCursor gives the client's window a cursor of X's cursor font.
-func setGlyphCursor(t *testing.T, xc *desktoptest.XClient, glyph uint16) {
-	t.Helper()
-	fid, err := xc.C.NewId()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cid, err := xc.C.NewId()
-	if err != nil {
-		t.Fatal(err)
-	}
-	font, cursor := xproto.Font(fid), xproto.Cursor(cid)
-	if err := xproto.OpenFontChecked(xc.C, font, uint16(len("cursor")), "cursor").Check(); err != nil {
-		t.Fatalf("open the cursor font: %v", err)
-	}
-	if err := xproto.CreateGlyphCursorChecked(xc.C, cursor, font, font, glyph, glyph+1, 0, 0, 0, 0xffff, 0xffff, 0xffff).Check(); err != nil {
-		t.Fatalf("create the glyph cursor: %v", err)
-	}
-	if err := xproto.ChangeWindowAttributesChecked(xc.C, xc.Win, xproto.CwCursor, []uint32{uint32(cursor)}).Check(); err != nil {
-		t.Fatalf("set the window's cursor: %v", err)
-	}
 }

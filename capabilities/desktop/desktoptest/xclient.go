@@ -106,6 +106,34 @@ func (xc *XClient) Fill(f Fill) {
 	_, _ = xproto.GetInputFocus(xc.C).Reply()
 }
 
+// SetGlyphCursor gives the window a cursor of X's cursor font (glyph is
+// its index in X11/cursorfont.h; its mask is the next glyph), as apps set
+// a hand over a link or a text beam over text.
+func (xc *XClient) SetGlyphCursor(t testing.TB, glyph uint16) {
+	t.Helper()
+	fid, err := xc.C.NewId()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cid, err := xc.C.NewId()
+	if err != nil {
+		t.Fatal(err)
+	}
+	font, cursor := xproto.Font(fid), xproto.Cursor(cid)
+	if err := xproto.OpenFontChecked(xc.C, font, uint16(len("cursor")), "cursor").Check(); err != nil {
+		t.Fatalf("open the cursor font: %v", err)
+	}
+	if err := xproto.CreateGlyphCursorChecked(xc.C, cursor, font, font, glyph, glyph+1, 0, 0, 0, 0xffff, 0xffff, 0xffff).Check(); err != nil {
+		t.Fatalf("create the glyph cursor: %v", err)
+	}
+	if err := xproto.ChangeWindowAttributesChecked(xc.C, xc.Win, xproto.CwCursor, []uint32{uint32(cursor)}).Check(); err != nil {
+		t.Fatalf("set the window's cursor: %v", err)
+	}
+}
+
+// CursorHand2 is the hand of X's cursor font.
+const CursorHand2 = 60
+
 // loop repaints on Expose and hands every other event to the test.
 func (xc *XClient) loop() {
 	defer close(xc.done)
