@@ -559,6 +559,15 @@ func start(t *testing.T, size string) *env {
 	t.Helper()
 	requireEncoder(t)
 	b := startBrowser(t)
+	e := startSpace(t, size)
+	e.b = b
+	return e
+}
+
+// startSpace is start without the browser.
+func startSpace(t *testing.T, size string) *env {
+	t.Helper()
+	requireEncoder(t)
 	display := desktoptest.Start(t, desktoptest.Options{Size: size})
 	tok := spacesdtest.Token()
 	auth := server.NewAuth(tok, nil)
@@ -577,7 +586,7 @@ func start(t *testing.T, size string) *env {
 	if ok, lim := caps.Supports(api.FeatureDesktopStream); !ok {
 		t.Fatalf("desktop_stream unsupported: %s", lim)
 	}
-	return &env{display: display, d: d, auth: auth, b: b}
+	return &env{display: display, d: d, auth: auth}
 }
 
 // link mints a viewer link as cua-bridge view prints it.
