@@ -99,7 +99,7 @@ func TestViewerExpiredLink(t *testing.T) {
 
 // daemonProc is a daemon process of the tests (see runDaemon).
 type daemonProc struct {
-	t    *testing.T
+	t    testing.TB
 	cfg  daemonConfig
 	url  string
 	cmd  *exec.Cmd
@@ -108,7 +108,7 @@ type daemonProc struct {
 
 // startDaemonProc serves display as a daemon process whose token is in
 // tokenFile, on a fixed port of loopback (a restart comes back there).
-func startDaemonProc(t *testing.T, display, tokenFile string) *daemonProc {
+func startDaemonProc(t testing.TB, display, tokenFile string) *daemonProc {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
