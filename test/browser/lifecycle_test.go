@@ -247,3 +247,30 @@ func TestViewerReconnectsAfterNetworkDrop(t *testing.T) {
 	p.waitFrames("frames decoded after the drop", 0)
 	p.noErrors()
 }
+
+// TestViewerSurvivesAFrozenTab: a tab whose scripts stop for a while (a
+// hidden tab's timers are slowed, a frozen one's stopped) misses no pong
+// of the Space meanwhile, as it sent no ping: once it runs again it keeps
+// its connection rather than drop it as dead. A new link opened in the
+// same tab (only the fragment changes) is then followed.
+func TestViewerSurvivesAFrozenTab(t *testing.T) {
+	e := start(t, "640x480")
+	ep := e.link(t, api.TicketRequest{})
+	p := e.b.newPage(t, 800, 600, 1)
+	p.open(ep.ViewerURL)
+	p.waitFor("the viewer connected", `document.body.dataset.state === 'connected'`)
+	p.waitFrames("frames decoded", 0)
+	p.do("Page.setWebLifecycleState", map[string]any{"state": "frozen"}, nil)
+	time.Sleep(6 * time.Second) // longer than the 4 s without a pong that ends a session
+	p.do("Page.setWebLifecycleState", map[string]any{"state": "active"}, nil)
+	pings := value[int](p, `window.__test.sent.length`)
+	p.waitFor("two more pings sent", fmt.Sprintf(`window.__test.sent.length >= %d`, pings+2))
+	if n, state := value[int](p, `window.__test.pcs.length`), p.state(); n != 1 || state != "connected" {
+		t.Fatalf("after the tab ran again: %d peer connections, state %s; want the first one, connected", n, state)
+	}
+
+	other := e.link(t, api.TicketRequest{ViewOnly: true})
+	p.do("Page.navigate", map[string]any{"url": other.ViewerURL}, nil)
+	p.waitFor("the new link followed", `!!document.body && document.body.dataset.state === 'connected' && !document.getElementById('mode').hidden`)
+	p.noErrors()
+}

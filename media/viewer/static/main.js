@@ -9,6 +9,13 @@ import { Hud } from './hud.js';
 import { frameRect, toStream } from './geometry.js';
 
 function main() {
+	// A new link opened in this tab changes only the fragment, which
+	// loads nothing: start again with it.
+	window.addEventListener('hashchange', () => {
+		if (new URLSearchParams(location.hash.slice(1)).has('ticket')) {
+			location.reload();
+		}
+	});
 	const $ = (id) => document.getElementById(id);
 	const hud = new Hud(document);
 	const stage = $('stage');
