@@ -85,3 +85,37 @@ func TestViewerDoubleClickSelectsAWord(t *testing.T) {
 	p.noErrors()
 	_ = fmt.Sprint(sel)
 }
+
+// TestViewerWindowStream: a link to one window's stream shows the window's
+// own pixels (its top-left at the frame's), and a click on the page lands
+// on the window's own pixel there.
+func TestViewerWindowStream(t *testing.T) {
+	e := start(t, "800x600")
+	xc, win := e.showWindow(t, 200, 200, quarters)
+	ep := e.link(t, api.TicketRequest{WindowID: win.WindowID})
+	p := e.b.newPage(t, 500, 300, 1)
+	p.open(ep.ViewerURL)
+	p.waitFor("the viewer connected", `document.body.dataset.state === 'connected'`)
+	p.waitFrames("frames decoded", 0)
+	var points [][2]int
+	for _, q := range quarters {
+		points = append(points, [2]int{q.X + q.W/2, q.Y + q.H/2})
+	}
+	desktoptest.Eventually(t, "the window's colours in the video", func() bool {
+		got := p.pixels(points)
+		for i, q := range quarters {
+			if !near(got[i], q.RGB) {
+				return false
+			}
+		}
+		return true
+	})
+	x, y := pagePoint(500, 300, 200, 200, 30, 140)
+	xc.Drain()
+	p.click(x, y, "left", 1)
+	ev := desktoptest.Next[xproto.ButtonPressEvent](t, xc, desktoptest.EventTimeout)
+	if ev.EventX != 30 || ev.EventY != 140 {
+		t.Errorf("click at page (%.2f, %.2f) pressed at the window's (%d, %d), want (30, 140)", x, y, ev.EventX, ev.EventY)
+	}
+	p.noErrors()
+}
