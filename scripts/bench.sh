@@ -70,6 +70,6 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
 	(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium) >/dev/null 2>&1 ||
 		echo "bench: chromium could not be installed; the viewer section says so"
 fi
-section "the viewer page in headless Chromium (a daemon process streaming 1920x1080 Xvfb to the page): glass-to-glass p50 and p95 (requestVideoFrameCallback and a canvas read of a patch painted at a known time; target p50 <= 60 ms at 1080p) and input-to-photon p50 (a key pressed in the page, drawn by xterm, seen changed on the page; target <= 35 ms), each beside its target, with Chromium's own share of a frame"
+section "the viewer page in headless Chromium (a daemon process streaming 1920x1080 Xvfb to the page): glass-to-glass p50 and p95 (requestVideoFrameCallback and a canvas read of a patch painted at a known time, to the frame handed to the compositor; target p50 <= 60 ms at 1080p) and input-to-photon p50 (a key pressed in the page, drawn by xterm, seen changed on the page; target <= 35 ms), each beside its target, with Chromium's own share of a frame"
 $GO test -run '^$' -bench 'ViewerChromium' -benchtime 1x -count 1 ./test/browser 2>&1 \
 	| grep -E '^(viewer |Benchmark|---|FAIL|panic|\s+\w+_test\.go:)' || true
