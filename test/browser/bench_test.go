@@ -130,8 +130,7 @@ func benchViewer(b *testing.B, w, h int) {
 		b.Fatal(err)
 	}
 	p := br.newPage(b, w, h, 1)
-	p.open(ep.ViewerURL)
-	p.waitFor("the viewer connected", `document.body.dataset.state === 'connected'`)
+	p.connect(ep.ViewerURL)
 	p.waitFrames("frames decoded", 10)
 	if err := p.eval(benchHooks, nil); err != nil {
 		b.Fatal(err)

@@ -45,9 +45,7 @@ func TestViewerDrawsTheSpacesCursor(t *testing.T) {
 	xc.SetGlyphCursor(t, desktoptest.CursorHand2)
 	ep := e.link(t, api.TicketRequest{})
 	p := e.b.newPage(t, 1000, 600, 1) // 100 pixels of letterbox left and right, 1:1
-	p.open(ep.ViewerURL)
-	p.waitFor("the viewer connected", `document.body.dataset.state === 'connected'`)
-	p.waitFrames("frames decoded", 0)
+	p.connect(ep.ViewerURL)
 
 	px, py := win.Bounds.X+30, win.Bounds.Y+40
 	if _, err := e.d.Client.MoveMouse(t.Context(), api.MouseMoveRequest{X: float64(px), Y: float64(py)}); err != nil {
@@ -76,7 +74,7 @@ func TestViewerDrawsTheSpacesCursor(t *testing.T) {
 	}
 	want := drawn{Width: int(img.Width), Height: int(img.Height), X: float64(100 + px - int(img.Xhot)), Y: float64(py - int(img.Yhot)), Scale: 1}
 	var got drawn
-	desktoptest.Eventually(t, "the page drawing the hand where the Space's pointer is", func() bool {
+	desktoptest.EventuallyWithin(t, "the page drawing the hand where the Space's pointer is", pageTimeout, func() bool {
 		got = read()
 		return !got.Hidden && got.Width == want.Width && got.Height == want.Height && got.X == want.X && got.Y == want.Y && got.Scale == 1 && got.Opaque > 0
 	})

@@ -1,7 +1,6 @@
 package browser_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -26,6 +25,13 @@ import (
 // callTimeout bounds one DevTools command: a liveness bound for a loaded
 // CI machine, not a performance figure.
 const callTimeout = 30 * time.Second
+
+// pageTimeout bounds a wait for a state of the page: a liveness bound for
+// a loaded 2-core CI machine, not a performance figure. It covers the
+// page's longest way to a new connection after a drop: a retry's wait
+// (5 s at most), an offer the daemon does not answer (10 s) and a peer
+// that does not come up (15 s), with room for a slow browser.
+const pageTimeout = 90 * time.Second
 
 // chromiumFlags run Debian's Chromium headless, on loopback only (see
 // DESIGN §6): loopback candidates allowed, mDNS hiding of local addresses
@@ -236,12 +242,13 @@ type page struct {
 }
 
 // pageHooks run before the page's own scripts: they keep every peer
-// connection the page makes (for getStats), the labels of the data
-// channels it opens and each message it sends, and any violation of its
-// Content-Security-Policy, in window.__test. They observe the page
-// through the browser's own APIs; the page has no test mode.
+// connection the page makes (for getStats), the data channels it opens
+// (their labels, and whether they are open yet) and each message it
+// sends, and any violation of its Content-Security-Policy, in
+// window.__test. They observe the page through the browser's own APIs;
+// the page has no test mode.
 const pageHooks = `(() => {
-	const t = { pcs: [], labels: [], sent: [], violations: [] };
+	const t = { pcs: [], labels: [], channels: [], sent: [], violations: [] };
 	const Orig = window.RTCPeerConnection;
 	if (Orig) {
 		const Wrapped = function (...args) {
@@ -251,6 +258,7 @@ const pageHooks = `(() => {
 			pc.createDataChannel = (label, opts) => {
 				t.labels.push(label);
 				const ch = create(label, opts);
+				t.channels.push({ pc, ch });
 				const send = ch.send.bind(ch);
 				ch.send = (d) => { t.sent.push([label, String(d)]); return send(d); };
 				return ch;
@@ -368,10 +376,26 @@ func value[T any](p *page, expr string) T {
 	return v
 }
 
+// connect opens a viewer link and waits until the page is connected,
+// has decoded a frame, and has every data channel of its connection open:
+// an input sent before its channel opens is dropped, as a person's click
+// would be, so a test that sends one waits for them.
+func (p *page) connect(url string) {
+	p.t.Helper()
+	p.open(url)
+	p.waitFor("the viewer connected", `document.body.dataset.state === 'connected'`)
+	p.waitFrames("frames decoded", 0)
+	p.waitFor("the viewer's data channels open", `(() => {
+		const pc = window.__test.pcs.at(-1);
+		const chs = window.__test.channels.filter((c) => c.pc === pc);
+		return chs.length > 0 && chs.every((c) => c.ch.readyState === 'open');
+	})()`)
+}
+
 // waitFor polls a boolean expression until it holds.
 func (p *page) waitFor(what, expr string) {
 	p.t.Helper()
-	desktoptest.Eventually(p.t, what, func() bool {
+	desktoptest.EventuallyWithin(p.t, what, pageTimeout, func() bool {
 		var ok bool
 		if err := p.eval(expr, &ok); err != nil {
 			p.t.Fatal(err)
@@ -400,7 +424,7 @@ func (p *page) framesDecoded() int {
 func (p *page) waitFrames(what string, n int) int {
 	p.t.Helper()
 	var got int
-	desktoptest.Eventually(p.t, what, func() bool {
+	desktoptest.EventuallyWithin(p.t, what, pageTimeout, func() bool {
 		got = p.framesDecoded()
 		return got > n
 	})
@@ -424,6 +448,26 @@ func (p *page) pixels(points [][2]int) []uint32 {
 		out[i] = uint32(px[0])<<16 | uint32(px[1])<<8 | uint32(px[2])
 	}
 	return out
+}
+
+// waitFills waits until a canvas read of the video shows each fill's
+// colour at its centre, the fills drawn at stream point (x, y).
+func (p *page) waitFills(what string, x, y int, fills []desktoptest.Fill) {
+	p.t.Helper()
+	points := make([][2]int, len(fills))
+	for i, f := range fills {
+		points[i] = [2]int{x + f.X + f.W/2, y + f.Y + f.H/2}
+	}
+	var got []uint32
+	desktoptest.EventuallyWithin(p.t, what, pageTimeout, func() bool {
+		got = p.pixels(points)
+		for i, f := range fills {
+			if !near(got[i], f.RGB) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // mouse dispatches one mouse event at a page point (CSS pixels).
@@ -605,16 +649,7 @@ func (e *env) showWindow(t *testing.T, w, h int, fills []desktoptest.Fill) (*des
 	t.Helper()
 	title := desktoptest.RandomWord(t)
 	xc := desktoptest.NewXClient(t, e.display, title, w, h, fills)
-	var win api.Window
-	desktoptest.Eventually(t, "window "+title+" shown", func() bool {
-		ws, err := e.d.Client.Windows(t.Context(), title)
-		if err != nil || len(ws) != 1 || !ws[0].OnScreen {
-			return false
-		}
-		win = ws[0]
-		return true
-	})
-	return xc, win
+	return xc, waitWindow(t, e.d.Client, title)
 }
 
 // artifactDir is where the tests keep files for a person to look at:
@@ -643,5 +678,3 @@ func near(a, b uint32) bool {
 	}
 	return true
 }
-
-var _ = bytes.NewReader

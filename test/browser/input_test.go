@@ -53,9 +53,7 @@ func TestViewerTypesIntoXterm(t *testing.T) {
 		"origin": e.d.URL, "permissions": []string{"clipboardReadWrite", "clipboardSanitizedWrite"}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	p.open(ep.ViewerURL)
-	p.waitFor("the viewer connected", `document.body.dataset.state === 'connected'`)
-	p.waitFrames("frames decoded", 0)
+	p.connect(ep.ViewerURL)
 	// A click into the xterm gives it the focus.
 	x, y := pagePoint(800, 600, 800, 600, win.Bounds.X+win.Bounds.Width/2, win.Bounds.Y+win.Bounds.Height/2)
 	p.click(x, y, "left", 1)
@@ -71,7 +69,7 @@ func TestViewerTypesIntoXterm(t *testing.T) {
 	p.press(keyEnter)
 
 	want := "Hello, World! <>&|~ Привет ✓ 你好 " + pasted
-	desktoptest.Eventually(t, "the shell writing the typed line", func() bool {
+	desktoptest.EventuallyWithin(t, "the shell writing the typed line", pageTimeout, func() bool {
 		b, _ := os.ReadFile(out)
 		return strings.Contains(string(b), "\n")
 	})

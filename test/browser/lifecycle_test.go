@@ -32,9 +32,7 @@ func TestViewerViewOnlySendsNothing(t *testing.T) {
 	xc, win := e.showWindow(t, 200, 200, quarters)
 	ep := e.link(t, api.TicketRequest{ViewOnly: true})
 	p := e.b.newPage(t, 800, 600, 1)
-	p.open(ep.ViewerURL)
-	p.waitFor("the viewer connected", `document.body.dataset.state === 'connected'`)
-	p.waitFrames("frames decoded", 0)
+	p.connect(ep.ViewerURL)
 	if !value[bool](p, `!document.getElementById('mode').hidden`) {
 		t.Error("the overlay does not say view only")
 	}
@@ -190,14 +188,16 @@ func TestViewerReconnectsAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := c.StreamEndpoint(t.Context(), api.TicketRequest{TTLSeconds: 2}, 0)
+	// The link must outlive the page's first connection, and die before
+	// the restart: long enough for a slow browser on a loaded machine,
+	// short enough that the test need not wait long for its end.
+	const linkTTL = 10
+	ep, err := c.StreamEndpoint(t.Context(), api.TicketRequest{TTLSeconds: linkTTL}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := b.newPage(t, 800, 600, 1)
-	p.open(ep.ViewerURL)
-	p.waitFor("the viewer connected", `document.body.dataset.state === 'connected'`)
-	p.waitFrames("frames decoded", 0)
+	p.connect(ep.ViewerURL)
 	p.waitFor("a renewal of the ticket", fmt.Sprintf(`JSON.parse(sessionStorage.getItem('cua-viewer-link')).ticket !== %s`, jsString(ep.Ticket)))
 	time.Sleep(time.Until(ep.TicketExpiresAt.Add(time.Second))) // the link's own ticket is dead now
 
@@ -231,9 +231,7 @@ func TestViewerReconnectsAfterNetworkDrop(t *testing.T) {
 	e := start(t, "640x480")
 	ep := e.link(t, api.TicketRequest{})
 	p := e.b.newPage(t, 800, 600, 1)
-	p.open(ep.ViewerURL)
-	p.waitFor("the viewer connected", `document.body.dataset.state === 'connected'`)
-	p.waitFrames("frames decoded", 0)
+	p.connect(ep.ViewerURL)
 
 	if err := setLoopback(false); err != nil {
 		t.Fatal(err)
@@ -257,9 +255,7 @@ func TestViewerSurvivesAFrozenTab(t *testing.T) {
 	e := start(t, "640x480")
 	ep := e.link(t, api.TicketRequest{})
 	p := e.b.newPage(t, 800, 600, 1)
-	p.open(ep.ViewerURL)
-	p.waitFor("the viewer connected", `document.body.dataset.state === 'connected'`)
-	p.waitFrames("frames decoded", 0)
+	p.connect(ep.ViewerURL)
 	p.do("Page.setWebLifecycleState", map[string]any{"state": "frozen"}, nil)
 	time.Sleep(6 * time.Second) // longer than the 4 s without a pong that ends a session
 	p.do("Page.setWebLifecycleState", map[string]any{"state": "active"}, nil)

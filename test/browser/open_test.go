@@ -69,7 +69,7 @@ func TestViewOpensTheLinkInABrowser(t *testing.T) {
 	if code := cli.Run(t.Context(), env, "view", []string{"dev", "--open"}); code != 0 {
 		t.Fatalf("view --open: exit %d: %s", code, errb.String())
 	}
-	desktoptest.Eventually(t, "the browser's page watching the stream", func() bool {
+	desktoptest.EventuallyWithin(t, "the browser's page watching the stream", pageTimeout, func() bool {
 		m := metrics(t, e)
 		return m[streamsvc.MetricViewers] == 1 && m[streamsvc.MetricFrames] > 0
 	})

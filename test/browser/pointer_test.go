@@ -1,10 +1,10 @@
 package browser_test
 
 import (
-	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jezek/xgb/xproto"
 
@@ -22,9 +22,7 @@ func TestViewerClicksLandExactly(t *testing.T) {
 	xc, win := e.showWindow(t, 400, 300, []desktoptest.Fill{{W: 400, H: 300, RGB: 0x3050a0}})
 	ep := e.link(t, api.TicketRequest{})
 	p := e.b.newPage(t, 1000, 500, 1)
-	p.open(ep.ViewerURL)
-	p.waitFor("the viewer connected", `document.body.dataset.state === 'connected'`)
-	p.waitFrames("frames decoded", 0)
+	p.connect(ep.ViewerURL)
 	bx, by := win.Bounds.X, win.Bounds.Y
 	targets := [][2]int{{bx + 1, by + 1}, {bx + 398, by + 298}, {bx + 200, by + 150}, {bx + 123, by + 77}}
 	for _, size := range []struct {
@@ -69,21 +67,32 @@ func TestViewerDoubleClickSelectsAWord(t *testing.T) {
 	win := e.launchXterm(t, "printf '%s\\n' "+word+"; exec sleep 600")
 	ep := e.link(t, api.TicketRequest{})
 	p := e.b.newPage(t, 640, 480, 1)
-	p.open(ep.ViewerURL)
-	p.waitFor("the viewer connected", `document.body.dataset.state === 'connected'`)
-	p.waitFrames("frames decoded", 0)
+	p.connect(ep.ViewerURL)
 	// xterm's "fixed" font is 6x13, inside a border of 2 pixels: the
 	// word's fourth character.
 	x, y := pagePoint(640, 480, 800, 600, win.Bounds.X+2+6*3+3, win.Bounds.Y+2+6)
 	var sel string
-	desktoptest.Eventually(t, "the double-clicked word selected", func() bool {
-		p.click(x, y, "left", 2)
+	selected := func() bool {
 		out, _ := exec.Command("xclip", "-display", e.display, "-o", "-selection", "primary").Output()
 		sel = string(out)
 		return sel == word
+	}
+	// A loaded machine may deliver the two presses further apart than
+	// xterm's multi-click time (250 ms): then the double click is tried
+	// again, after a wait for its selection long enough that no click of
+	// one try counts with the last one's.
+	const selectionWait = 5 * time.Second
+	desktoptest.EventuallyWithin(t, "the double-clicked word "+word+" selected", pageTimeout, func() bool {
+		p.click(x, y, "left", 2)
+		for end := time.Now().Add(selectionWait); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			if selected() {
+				return true
+			}
+		}
+		t.Logf("after a double click, the PRIMARY selection holds %q; trying again", sel)
+		return false
 	})
 	p.noErrors()
-	_ = fmt.Sprint(sel)
 }
 
 // TestViewerWindowStream: a link to one window's stream shows the window's
@@ -94,22 +103,8 @@ func TestViewerWindowStream(t *testing.T) {
 	xc, win := e.showWindow(t, 200, 200, quarters)
 	ep := e.link(t, api.TicketRequest{WindowID: win.WindowID})
 	p := e.b.newPage(t, 500, 300, 1)
-	p.open(ep.ViewerURL)
-	p.waitFor("the viewer connected", `document.body.dataset.state === 'connected'`)
-	p.waitFrames("frames decoded", 0)
-	var points [][2]int
-	for _, q := range quarters {
-		points = append(points, [2]int{q.X + q.W/2, q.Y + q.H/2})
-	}
-	desktoptest.Eventually(t, "the window's colours in the video", func() bool {
-		got := p.pixels(points)
-		for i, q := range quarters {
-			if !near(got[i], q.RGB) {
-				return false
-			}
-		}
-		return true
-	})
+	p.connect(ep.ViewerURL)
+	p.waitFills("the window's colours in the video", 0, 0, quarters)
 	x, y := pagePoint(500, 300, 200, 200, 30, 140)
 	xc.Drain()
 	p.click(x, y, "left", 1)

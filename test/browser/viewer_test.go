@@ -26,26 +26,12 @@ func TestViewerShowsTheScreen(t *testing.T) {
 	xc, win := e.showWindow(t, 200, 200, quarters)
 	ep := e.link(t, api.TicketRequest{})
 	p := e.b.newPage(t, 1000, 600, 1)
-	p.open(ep.ViewerURL)
-	p.waitFor("the viewer connected", `document.body.dataset.state === 'connected'`)
-	n := p.waitFrames("frames decoded", 0)
+	p.connect(ep.ViewerURL)
+	n := p.framesDecoded()
 	xc.Fill(desktoptest.Fill{X: 0, Y: 0, W: 10, H: 10, RGB: 0x102030}) // a change: a frame more
 	p.waitFrames("more frames decoded", n)
 
-	var points [][2]int
-	for _, q := range quarters {
-		points = append(points, [2]int{win.Bounds.X + q.X + q.W/2, win.Bounds.Y + q.Y + q.H/2})
-	}
-	var got []uint32
-	desktoptest.Eventually(t, "the window's colours in the video", func() bool {
-		got = p.pixels(points)
-		for i, q := range quarters {
-			if !near(got[i], q.RGB) {
-				return false
-			}
-		}
-		return true
-	})
+	p.waitFills("the window's colours in the video", win.Bounds.X, win.Bounds.Y, quarters)
 	p.waitFor("the overlay's figures", `document.getElementById('stats').textContent.includes('800×600')`)
 	if s := value[string](p, `document.getElementById('state').textContent`); s != "Live" {
 		t.Errorf("overlay state %q, want Live", s)

@@ -207,10 +207,18 @@ const EventTimeout = 20 * time.Second
 // Eventually polls cond until it holds, failing the test after EventTimeout.
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(EventTimeout)
+	EventuallyWithin(t, what, EventTimeout, cond)
+}
+
+// EventuallyWithin is Eventually with a bound of its own, for effects
+// that take a heavier program than the X server (a browser) through
+// several steps on a loaded machine.
+func EventuallyWithin(t testing.TB, what string, bound time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen within %s", what, EventTimeout)
+			t.Fatalf("%s did not happen within %s", what, bound)
 		}
 		time.Sleep(20 * time.Millisecond) // polling interval of the eventually loop
 	}
