@@ -51,6 +51,9 @@ func TestMain(m *testing.M) {
 	} else if err := onlyLoopback(); err != nil {
 		fmt.Fprintf(os.Stderr, "browser tests: %v\n", err)
 		os.Exit(1)
+	} else if err := ownDisplaySockets(); err != nil {
+		fmt.Fprintf(os.Stderr, "browser tests: %v\n", err)
+		os.Exit(1)
 	}
 	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
 }
@@ -58,7 +61,8 @@ func TestMain(m *testing.M) {
 // inNetns runs this test binary again, with the same arguments, in a new
 // network namespace, and answers its exit code. Everything the tests start
 // (Xvfb, the daemons, Chromium) is born inside and inherits it, so no
-// packet of theirs can leave the machine.
+// packet of theirs can leave the machine. A mount namespace of its own
+// comes with it, for ownDisplaySockets.
 func inNetns() (int, error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -69,7 +73,7 @@ func inNetns() (int, error) {
 	cmd.Env = append(os.Environ(), envNetns+"=1")
 	// Pdeathsig: a test run killed from outside (go test's timeout) takes
 	// the inner run with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET | syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}
@@ -107,6 +111,31 @@ func onlyLoopback() error {
 		if i.Flags&net.FlagLoopback == 0 {
 			return fmt.Errorf("the test's network namespace has the interface %s besides lo", i.Name)
 		}
+	}
+	return nil
+}
+
+// x11SocketDir is where X servers put their sockets (and clients look).
+const x11SocketDir = "/tmp/.X11-unix"
+
+// ownDisplaySockets gives the tests' namespace an empty directory of X
+// sockets of its own. Xvfb picks its display by lock files in /tmp, and
+// takes over a display whose lock names a process it cannot see (the
+// lock of an X server in another pid namespace, as another test run on
+// the same machine may have): it then unlinks that display's socket and
+// binds its own there. In a directory of their own the tests' X servers
+// and another run's cannot unlink each other's sockets; the abstract
+// sockets are the network namespace's own already.
+func ownDisplaySockets() error {
+	// Private first: a mount under a shared / would show on the host.
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make the tests' mounts private: %w", err)
+	}
+	if err := os.MkdirAll(x11SocketDir, 0o1777); err != nil {
+		return err
+	}
+	if err := unix.Mount("tmpfs", x11SocketDir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777,size=1m"); err != nil {
+		return fmt.Errorf("mount the tests' own %s: %w", x11SocketDir, err)
 	}
 	return nil
 }
