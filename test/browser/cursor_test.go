@@ -36,9 +36,9 @@ func cursorImage(t *testing.T, display string) *xfixes.GetCursorImageReply {
 // TestViewerDrawsTheSpacesCursor: the page draws the Space's cursor, in
 // its shape (a window's hand, from XFixes) with its hot spot on the
 // pointer's pixel, where the Space's pointer is when something else moves
-// it; over the picture the local pointer is hidden and the drawn cursor
-// follows the local mouse at once; over the letterbox the local pointer
-// shows again.
+// it; over the picture the local pointer is hidden, the drawn cursor
+// follows the local mouse at once, and the Space's pointer follows it to
+// the matching pixel; over the letterbox the local pointer shows again.
 func TestViewerDrawsTheSpacesCursor(t *testing.T) {
 	e := start(t, "800x600")
 	xc, win := e.showWindow(t, 200, 200, quarters)
@@ -93,6 +93,13 @@ func TestViewerDrawsTheSpacesCursor(t *testing.T) {
 		const x = m.e + %d, y = m.f + %d;
 		return x >= %g && x <= %g && y >= %g && y <= %g;
 	})()`, img.Xhot, img.Yhot, mx-0.5, mx, my-0.5, my))
+	// The move went to the Space too: its pointer is on the pixel under
+	// the local mouse (read from the X server, apart from the daemon).
+	tx, ty := int16(win.Bounds.X+100), int16(win.Bounds.Y+100)
+	desktoptest.EventuallyWithin(t, "the Space's pointer moved where the page's mouse went", pageTimeout, func() bool {
+		at := cursorImage(t, e.display)
+		return at.X == tx && at.Y == ty
+	})
 	p.mouse("mouseMoved", 50, 300, "none", 0)
 	if c := value[string](p, stageCursor); c == "none" {
 		t.Error("local pointer over the letterbox is hidden")

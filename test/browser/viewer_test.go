@@ -18,9 +18,9 @@ var quarters = []desktoptest.Fill{desktoptest.Red, desktoptest.Green, desktoptes
 // TestViewerShowsTheScreen: the page opened with a link decodes frames
 // (getStats' framesDecoded grows), a canvas read of its video shows the
 // test client's four colours where its window is, the overlay says it is
-// live with the stream's size, nothing broke the page's CSP, and a PNG
-// screenshot of the page, showing the window where the letterboxing puts
-// it, is kept for a person to look at.
+// live with the stream's size, frame rate and round trip, nothing broke
+// the page's CSP, and a PNG screenshot of the page, showing the window
+// where the letterboxing puts it, is kept for a person to look at.
 func TestViewerShowsTheScreen(t *testing.T) {
 	e := start(t, "800x600")
 	xc, win := e.showWindow(t, 200, 200, quarters)
@@ -32,7 +32,10 @@ func TestViewerShowsTheScreen(t *testing.T) {
 	p.waitFrames("more frames decoded", n)
 
 	p.waitFills("the window's colours in the video", win.Bounds.X, win.Bounds.Y, quarters)
-	p.waitFor("the overlay's figures", `document.getElementById('stats').textContent.includes('800×600')`)
+	p.waitFor("the overlay's figures: resolution, frame rate, round trip", `(() => {
+		const s = document.getElementById('stats').textContent;
+		return s.includes('800×600') && / \d+ fps/.test(s) && /RTT \d/.test(s);
+	})()`)
 	if s := value[string](p, `document.getElementById('state').textContent`); s != "Live" {
 		t.Errorf("overlay state %q, want Live", s)
 	}
