@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -94,7 +93,7 @@ func wallOffset(p *page) float64 {
 }
 
 func BenchmarkViewerChromium1920x1080(b *testing.B) {
-	requireEncoder(b)
+	spacesdtest.RequireEncoder(b)
 	desktoptest.Require(b, "xterm")
 	for range b.N {
 		benchViewer(b, 1920, 1080)
@@ -199,8 +198,8 @@ func benchViewer(b *testing.B, w, h int) {
 		time.Sleep(150 * time.Millisecond) // the screen settles between keys
 	}
 
-	g50, g95 := percentile(g2g, 50), percentile(g2g, 95)
-	i50, i95 := percentile(photon, 50), percentile(photon, 95)
+	g50, g95 := spacesdtest.Percentile(g2g, 50), spacesdtest.Percentile(g2g, 95)
+	i50, i95 := spacesdtest.Percentile(photon, 50), spacesdtest.Percentile(photon, 95)
 	fmt.Printf("viewer %dx%d: glass-to-glass in Chromium p50 %.1f ms p95 %.1f ms over %d samples, %d missed (target p50 <= 60 ms at 1080p); to the frame handed to the compositor, a display adding at most one refresh (16.7 ms at 60 Hz); clocks drifted %.2f ms meanwhile\n",
 		w, h, ms(g50), ms(g95), len(g2g), misses, drift)
 	fmt.Printf("viewer %dx%d: input-to-photon in Chromium p50 %.1f ms p95 %.1f ms over %d keys of %d (target p50 <= 35 ms; the reference product 34-36 ms); from the page's keydown to the frame handed to the compositor, likewise\n",
@@ -228,15 +227,6 @@ func waitWindow(t testing.TB, c *client.Client, title string) api.Window {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func percentile(ds []time.Duration, p int) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[min(len(s)-1, len(s)*p/100)]
-}
 
 // rxStats are the video receiver's counters of getStats (seconds, frames).
 type rxStats struct {

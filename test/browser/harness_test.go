@@ -15,10 +15,7 @@ import (
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
-	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
-	"github.com/trycua/cua-spacesd/media/vp8"
-	"github.com/trycua/cua-spacesd/spacesd/server"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -79,18 +76,6 @@ func chromiumPath(t testing.TB) string {
 	}
 	t.Skip("chromium is not installed (apt-get install chromium); skipping the browser test")
 	return ""
-}
-
-// requireEncoder skips without libvpx, and fails under CI=true.
-func requireEncoder(t testing.TB) {
-	t.Helper()
-	if vp8.Available {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("this test binary has no VP8 encoder (%s), and CI=true requires it", vp8.Limitation)
-	}
-	t.Skip("no VP8 encoder in this build")
 }
 
 // browser is one Chromium process.
@@ -462,7 +447,7 @@ func (p *page) waitFills(what string, x, y int, fills []desktoptest.Fill) {
 	desktoptest.EventuallyWithin(p.t, what, pageTimeout, func() bool {
 		got = p.pixels(points)
 		for i, f := range fills {
-			if !near(got[i], f.RGB) {
+			if !desktoptest.NearRGB(got[i], f.RGB) {
 				return false
 			}
 		}
@@ -591,46 +576,26 @@ func (p *page) noErrors() {
 	}
 }
 
-// env is a display, a daemon on it whose token can rotate, and a browser.
+// env is a display, a daemon on it, and a browser.
 type env struct {
 	display string
 	d       *spacesdtest.Daemon
-	auth    *server.Auth
 	b       *browser
 }
 
 func start(t *testing.T, size string) *env {
 	t.Helper()
-	requireEncoder(t)
-	b := startBrowser(t)
 	e := startSpace(t, size)
-	e.b = b
+	e.b = startBrowser(t)
 	return e
 }
 
 // startSpace is start without the browser.
 func startSpace(t *testing.T, size string) *env {
 	t.Helper()
-	requireEncoder(t)
-	display := desktoptest.Start(t, desktoptest.Options{Size: size})
-	tok := spacesdtest.Token()
-	auth := server.NewAuth(tok, nil)
-	d := spacesdtest.Start(t, spacesdtest.Options{Display: display, Auth: auth})
-	d.Token = tok
-	c, err := client.New(d.URL, tok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Client = c
-	// Connect the daemon before any test X client (see desktopsvc's tests).
-	caps, err := c.Capabilities(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ok, lim := caps.Supports(api.FeatureDesktopStream); !ok {
-		t.Fatalf("desktop_stream unsupported: %s", lim)
-	}
-	return &env{display: display, d: d, auth: auth}
+	spacesdtest.RequireEncoder(t)
+	display, d := spacesdtest.StartDesktop(t, size, api.FeatureDesktopStream)
+	return &env{display: display, d: d}
 }
 
 // link mints a viewer link as cua-bridge view prints it.
@@ -665,16 +630,4 @@ func artifactDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
-}
-
-// near compares colours channel by channel, within what lossy coding of
-// a flat area and the decoder's colour conversion move them.
-func near(a, b uint32) bool {
-	for shift := 0; shift <= 16; shift += 8 {
-		d := int(a>>shift&0xff) - int(b>>shift&0xff)
-		if d < -32 || d > 32 {
-			return false
-		}
-	}
-	return true
 }

@@ -175,7 +175,7 @@ func (d *daemonProc) kill() {
 // frames again. Then the token is rotated: the daemon ends the stream,
 // the renewal is refused, and the page says a new link is needed.
 func TestViewerReconnectsAfterRestart(t *testing.T) {
-	requireEncoder(t)
+	spacesdtest.RequireEncoder(t)
 	b := startBrowser(t)
 	display := desktoptest.Start(t, desktoptest.Options{Size: "640x480"})
 	tokenFile := filepath.Join(t.TempDir(), "token")

@@ -1,10 +1,8 @@
 package browser_test
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,6 +14,7 @@ import (
 	"github.com/trycua/cua-spacesd/bridge/cli"
 	"github.com/trycua/cua-spacesd/bridge/registry"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
+	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 	"github.com/trycua/cua-spacesd/spacesd/streamsvc"
 )
 
@@ -70,30 +69,9 @@ func TestViewOpensTheLinkInABrowser(t *testing.T) {
 		t.Fatalf("view --open: exit %d: %s", code, errb.String())
 	}
 	desktoptest.EventuallyWithin(t, "the browser's page watching the stream", pageTimeout, func() bool {
-		m := metrics(t, e)
+		m := spacesdtest.Metrics(t, e.d.URL, e.d.Token)
 		return m[streamsvc.MetricViewers] == 1 && m[streamsvc.MetricFrames] > 0
 	})
-}
-
-// metrics reads the stream metrics of the test's daemon.
-func metrics(t *testing.T, e *env) map[string]float64 {
-	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, e.d.URL+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+e.d.Token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		name, v, ok := strings.Cut(sc.Text(), " ")
-		if ok {
-			out[name], _ = strconv.ParseFloat(v, 64)
-		}
-	}
-	return out
 }
 
 // lockedWriter serialises writes of the command and of its opener.

@@ -54,7 +54,7 @@ func TestViewerShowsTheScreen(t *testing.T) {
 	}
 	rx, ry := 100+win.Bounds.X+50, win.Bounds.Y+50
 	r, g, b, _ := img.At(rx, ry).RGBA()
-	if c := uint32(r>>8)<<16 | uint32(g>>8)<<8 | uint32(b>>8); !near(c, 0xff0000) {
+	if c := uint32(r>>8)<<16 | uint32(g>>8)<<8 | uint32(b>>8); !desktoptest.NearRGB(c, 0xff0000) {
 		t.Errorf("screenshot at (%d, %d) is %06x, want the red quarter", rx, ry, c)
 	}
 	if img.Bounds() != image.Rect(0, 0, 1000, 600) {

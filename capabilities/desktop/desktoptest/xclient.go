@@ -35,6 +35,23 @@ type Fill struct {
 	RGB        uint32
 }
 
+// nearChannel is how far one channel of a fill's colour may move in a
+// picture of it that went through a lossy video codec (a flat area) and a
+// decoder's colour conversion.
+const nearChannel = 32
+
+// NearRGB tells whether two 0xRRGGBB colours are the same fill's, seen
+// through a lossy video codec: each channel within nearChannel.
+func NearRGB(a, b uint32) bool {
+	for shift := 0; shift <= 16; shift += 8 {
+		d := int(a>>shift&0xff) - int(b>>shift&0xff)
+		if d < -nearChannel || d > nearChannel {
+			return false
+		}
+	}
+	return true
+}
+
 // The four quarters of a 200x200 test window, in colours no theme uses.
 var (
 	Red   = Fill{0, 0, 100, 100, 0xff0000}
