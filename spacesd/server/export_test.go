@@ -1,5 +1,7 @@
 package server
 
+import "time"
+
 // ConnCounts exposes the connection accounting to the tests.
 func (s *Server) ConnCounts() (total, anonymous, authenticated, streams int) {
 	c := s.conns.counts()
@@ -8,3 +10,10 @@ func (s *Server) ConnCounts() (total, anonymous, authenticated, streams int) {
 
 // Reload makes the token file's poll happen now.
 func (a *Auth) Reload() { a.reload() }
+
+// ExpireCertCheck makes the next handshake look at the certificate files.
+func ExpireCertCheck(c *CertFiles) {
+	c.mu.Lock()
+	c.checked = time.Time{}
+	c.mu.Unlock()
+}
