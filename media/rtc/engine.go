@@ -53,12 +53,17 @@ type Config struct {
 	OnEncoded func(key bool, bytes int, took time.Duration)
 }
 
-// Engine holds the pipelines of the targets being watched and the settings
-// every viewer's peer connection shares.
+// Engine holds the captures and pipelines of the targets being watched and
+// the settings every viewer's peer connection shares.
 type Engine struct {
-	cfg      Config
-	log      *slog.Logger
-	settings webrtc.SettingEngine
+	cfg Config
+	log *slog.Logger
+
+	// settings are made for the first viewer: the UDP mux's reader and
+	// what pion needs for it are nothing an idle daemon should carry (a
+	// few hundred KB of resident memory).
+	settingsOnce sync.Once
+	settings     webrtc.SettingEngine
 
 	mu       sync.Mutex
 	captures map[string]*capture // by target key
@@ -66,7 +71,8 @@ type Engine struct {
 	closed   bool
 }
 
-// NewEngine prepares the shared settings; nothing runs until a viewer joins.
+// NewEngine checks cfg; nothing runs, and nothing reads the sockets,
+// until a viewer joins.
 func NewEngine(cfg Config) (*Engine, error) {
 	if cfg.UDP == nil {
 		return nil, errors.New("rtc: no UDP socket")
@@ -74,25 +80,33 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	var se webrtc.SettingEngine
-	se.LoggerFactory = pionLogs{log: cfg.Logger}
-	// No mDNS: a guest must not announce itself on the LAN, and the
-	// viewer's own mDNS names (Chromium hides its addresses behind them)
-	// resolve to nothing here; a viewer that sends none still connects
-	// through the daemon's candidates (peer-reflexive on our side).
-	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-	se.SetIncludeLoopbackCandidate(true)
-	se.SetICEUDPMux(webrtc.NewICEUDPMux(se.LoggerFactory.NewLogger("udpmux"), cfg.UDP))
-	types := []webrtc.NetworkType{webrtc.NetworkTypeUDP4}
-	if cfg.TCP != nil {
-		se.SetICETCPMux(webrtc.NewICETCPMux(se.LoggerFactory.NewLogger("tcpmux"), cfg.TCP, 8))
-		types = append(types, webrtc.NetworkTypeTCP4)
-	}
-	se.SetNetworkTypes(types)
-	if len(cfg.NAT1To1IPs) > 0 {
-		se.SetNAT1To1IPs(cfg.NAT1To1IPs, webrtc.ICECandidateTypeHost)
-	}
-	return &Engine{cfg: cfg, log: cfg.Logger, settings: se, captures: map[string]*capture{}}, nil
+	return &Engine{cfg: cfg, log: cfg.Logger, captures: map[string]*capture{}}, nil
+}
+
+// settingEngine is what every viewer's peer connection shares, made once.
+func (e *Engine) settingEngine() webrtc.SettingEngine {
+	e.settingsOnce.Do(func() {
+		se := &e.settings
+		se.LoggerFactory = pionLogs{log: e.cfg.Logger}
+		// No mDNS: a guest must not announce itself on the LAN, and the
+		// viewer's own mDNS names (Chromium hides its addresses behind
+		// them) resolve to nothing here; a viewer that sends none still
+		// connects through the daemon's candidates (peer-reflexive on our
+		// side).
+		se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
+		se.SetIncludeLoopbackCandidate(true)
+		se.SetICEUDPMux(webrtc.NewICEUDPMux(se.LoggerFactory.NewLogger("udpmux"), e.cfg.UDP))
+		types := []webrtc.NetworkType{webrtc.NetworkTypeUDP4}
+		if e.cfg.TCP != nil {
+			se.SetICETCPMux(webrtc.NewICETCPMux(se.LoggerFactory.NewLogger("tcpmux"), e.cfg.TCP, 8))
+			types = append(types, webrtc.NetworkTypeTCP4)
+		}
+		se.SetNetworkTypes(types)
+		if len(e.cfg.NAT1To1IPs) > 0 {
+			se.SetNAT1To1IPs(e.cfg.NAT1To1IPs, webrtc.ICECandidateTypeHost)
+		}
+	})
+	return e.settings
 }
 
 // newAPI builds one viewer's pion API: VP8 only, NACK and RTCP reports,
@@ -137,7 +151,7 @@ func (e *Engine) newAPI(onEstimator func(cc.BandwidthEstimator)) (*webrtc.API, e
 		return nil, err
 	}
 	reg.Add(playoutDelayFactory{})
-	return webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(e.settings)), nil
+	return webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(e.settingEngine())), nil
 }
 
 // Target is what a viewer watches: Key names it (one capture per key),
