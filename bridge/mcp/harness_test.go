@@ -24,6 +24,7 @@ import (
 	"github.com/trycua/cua-spacesd/bridge/mcp"
 	"github.com/trycua/cua-spacesd/bridge/registry"
 	"github.com/trycua/cua-spacesd/bridge/tools"
+	"github.com/trycua/cua-spacesd/internal/mcpserve"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -169,11 +170,11 @@ func call(t testing.TB, cs *sdk.ClientSession, name string, args map[string]any)
 // outputSchemas are the output schemas tools/list shows, resolved once.
 var outputSchemas = sync.OnceValue(func() map[string]*jsonschema.Resolved {
 	out := map[string]*jsonschema.Resolved{}
-	for _, tool := range tools.All() {
+	for _, tool := range tools.All(nil) {
 		if tool.Output == nil {
 			continue
 		}
-		r, err := mcp.OutputSchema(tool).Resolve(nil)
+		r, err := mcpserve.OutputSchema(tool).Resolve(nil)
 		if err != nil {
 			panic(fmt.Sprintf("%s: output schema: %v", tool.Name, err))
 		}

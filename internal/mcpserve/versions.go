@@ -1,4 +1,4 @@
-package mcp
+package mcpserve
 
 import (
 	"encoding/json"
@@ -6,7 +6,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// ProtocolVersions are the MCP revisions the bridge speaks, newest first:
+// ProtocolVersions are the MCP revisions a Server speaks, newest first:
 // every one the SDK speaks. An initialize asking for one of them is answered
 // with it; one asking for another is answered with the newest initialize
 // still exists in (initialize is gone from ModernVersion on).
@@ -42,7 +42,7 @@ const (
 func IsModern(v string) bool { return v >= ModernVersion }
 
 // negotiate is the revision initialize answers for an asked one, as the
-// SDK negotiates it: the asked one when the bridge speaks it and it still
+// SDK negotiates it: the asked one when the server speaks it and it still
 // has initialize, else the newest that has.
 func negotiate(asked string) string {
 	newest := ""

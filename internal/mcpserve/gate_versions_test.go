@@ -1,11 +1,11 @@
-package mcp_test
+package mcpserve_test
 
 import (
 	"encoding/json"
 	"fmt"
 	"testing"
 
-	"github.com/trycua/cua-spacesd/bridge/mcp"
+	mcp "github.com/trycua/cua-spacesd/internal/mcpserve"
 )
 
 // modernMeta is the _meta a stateless-era request carries.

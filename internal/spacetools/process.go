@@ -1,4 +1,4 @@
-package tools
+package spacetools
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/api/client"
+	"github.com/trycua/cua-spacesd/internal/mcpserve"
 )
 
 // Bounds of the background process tools.
@@ -80,33 +81,32 @@ type ProcessInput struct {
 }
 
 func processIDArg() *jsonschema.Schema {
-	return nonEmpty("The process id space_process_start answered (or space_processes lists).")
+	return NonEmpty("The process id space_process_start answered (or space_processes lists).")
 }
 
 func spaceProcessStartTool() *Tool {
 	return &Tool{
 		Name:   "space_process_start",
 		Title:  "Start a background process",
-		Hints:  Hints{Destructive: true, OpenWorld: true},
-		Output: outputOf[api.ProcessInfo](),
+		Hints:  mcpserve.Hints{Destructive: true, OpenWorld: true},
+		Output: OutputOf[api.ProcessInfo](),
 		Description: "Start a command in a Space in the background (a dev server, a watcher, a long build) and answer its id at once. " +
 			"Read its output with space_process_output, type into it with space_process_input, stop it with space_process_signal. " +
 			"It runs in its own process group and outlives this call and this MCP session; the Space remembers it (and its exit) for a while.",
-		Schema: object([]string{"space"}, map[string]*jsonschema.Schema{
-			"space":   spaceArg(),
-			"command": str("Shell command line (/bin/sh -c); or argv."),
+		Schema: Object(nil, map[string]*jsonschema.Schema{
+			"command": Str("Shell command line (/bin/sh -c); or argv."),
 			"argv":    {Type: "array", Items: &jsonschema.Schema{Type: "string"}, Description: "Program and arguments, run without a shell; instead of command."},
-			"cwd":     str("Working directory in the Space (absolute); default the daemon's."),
+			"cwd":     Str("Working directory in the Space (absolute); default the daemon's."),
 			"env": {Type: "object", AdditionalProperties: &jsonschema.Schema{Type: "string"},
 				Description: "Environment variables to set, on top of the daemon's."},
-			"stdin": boolean("Keep stdin open for space_process_input. Without it stdin reads as empty, as for `cmd &` in a script.", false),
-			"pty": boolean(fmt.Sprintf("Run on a %dx%d pseudo-terminal (for programs that want one; stdin is then open, and stderr comes with stdout).",
+			"stdin": Boolean("Keep stdin open for space_process_input. Without it stdin reads as empty, as for `cmd &` in a script.", false),
+			"pty": Boolean(fmt.Sprintf("Run on a %dx%d pseudo-terminal (for programs that want one; stdin is then open, and stderr comes with stdout).",
 				ptySize.Cols, ptySize.Rows), false),
-			"timeout": integer("Seconds after which the process and its children are killed; 0 or absent: never.", 0, processMaxTimeoutSeconds, nil),
+			"timeout": Integer("Seconds after which the process and its children are killed; 0 or absent: never.", 0, processMaxTimeoutSeconds, nil),
 		}),
-		TakesSpace: true, Requires: []api.Feature{api.FeatureShell},
-		Result: "the process {id, pid, argv, state, ...}",
-		Run: func(ctx context.Context, c *Call) (*Result, error) {
+		Requires: []api.Feature{api.FeatureShell},
+		Result:   "the process {id, pid, argv, state, ...}",
+		Run: func(ctx context.Context, c *Call) (*mcpserve.Result, error) {
 			var a struct {
 				Command string            `json:"command"`
 				Argv    []string          `json:"argv"`
@@ -116,7 +116,7 @@ func spaceProcessStartTool() *Tool {
 				PTY     bool              `json:"pty"`
 				Timeout int64             `json:"timeout"`
 			}
-			if err := decode(c, "space_process_start", &a); err != nil {
+			if err := Decode(c, "space_process_start", &a); err != nil {
 				return nil, err
 			}
 			if (a.Command == "") == (len(a.Argv) == 0) {
@@ -134,7 +134,7 @@ func spaceProcessStartTool() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return &Result{
+			return &mcpserve.Result{
 				Text:       fmt.Sprintf("started %s (pid %d); read its output with space_process_output id=%s", info.ID, info.PID, info.ID),
 				Structured: info,
 			}, nil
@@ -146,26 +146,25 @@ func spaceProcessOutputTool() *Tool {
 	return &Tool{
 		Name:   "space_process_output",
 		Title:  "Read a background process's output",
-		Hints:  Hints{ReadOnly: true},
-		Output: outputOf[ProcessOutput](),
+		Hints:  mcpserve.Hints{ReadOnly: true},
+		Output: OutputOf[ProcessOutput](),
 		Description: "Read what a background process wrote since the given offsets, stdout and stderr apart, and the offsets to pass next time: " +
 			"reads from the offsets each answer gives repeat and skip nothing. Start at 0 and 0. " +
 			"With wait_ms, when there is nothing new it waits that long for output or the exit. " +
 			"Says how many bytes were lost when the Space's output buffer overflowed before they were read, and the exit status once the process ended.",
-		Schema: object([]string{"space", "id"}, map[string]*jsonschema.Schema{
-			"space":         spaceArg(),
+		Schema: Object([]string{"id"}, map[string]*jsonschema.Schema{
 			"id":            processIDArg(),
-			"stdout_offset": integer("Where to read stdout from: 0, or stdout_offset of the last answer.", 0, 0, 0),
-			"stderr_offset": integer("Where to read stderr from: 0, or stderr_offset of the last answer.", 0, 0, 0),
-			"max_bytes": integer(fmt.Sprintf("At most this many bytes of output, both streams together (%d-%d: at least one whole character); more says there is more.", utf8.UTFMax, outputMaxBytes),
+			"stdout_offset": Integer("Where to read stdout from: 0, or stdout_offset of the last answer.", 0, 0, 0),
+			"stderr_offset": Integer("Where to read stderr from: 0, or stderr_offset of the last answer.", 0, 0, 0),
+			"max_bytes": Integer(fmt.Sprintf("At most this many bytes of output, both streams together (%d-%d: at least one whole character); more says there is more.", utf8.UTFMax, outputMaxBytes),
 				utf8.UTFMax, outputMaxBytes, outputDefaultMaxBytes),
-			"wait_ms": integer(fmt.Sprintf("When there is no new output, wait up to this many milliseconds (at most %d) for some, or for the exit.", outputMaxWaitMS),
+			"wait_ms": Integer(fmt.Sprintf("When there is no new output, wait up to this many milliseconds (at most %d) for some, or for the exit.", outputMaxWaitMS),
 				0, outputMaxWaitMS, 0),
 		}),
-		TakesSpace: true, Requires: []api.Feature{api.FeatureShell},
-		Errors: []api.Kind{api.KindNotFound},
-		Result: "text: the new output, then a status line with the next offsets; structured {id, stdout, stderr, stdout_offset, stderr_offset, lost_*_bytes, more, state, exit_code, signal, timed_out}",
-		Run: func(ctx context.Context, c *Call) (*Result, error) {
+		Requires: []api.Feature{api.FeatureShell},
+		Errors:   []api.Kind{api.KindNotFound},
+		Result:   "text: the new output, then a status line with the next offsets; structured {id, stdout, stderr, stdout_offset, stderr_offset, lost_*_bytes, more, state, exit_code, signal, timed_out}",
+		Run: func(ctx context.Context, c *Call) (*mcpserve.Result, error) {
 			a := struct {
 				ID           string `json:"id"`
 				StdoutOffset int64  `json:"stdout_offset"`
@@ -173,7 +172,7 @@ func spaceProcessOutputTool() *Tool {
 				MaxBytes     int64  `json:"max_bytes"`
 				WaitMS       int64  `json:"wait_ms"`
 			}{MaxBytes: outputDefaultMaxBytes}
-			if err := decode(c, "space_process_output", &a); err != nil {
+			if err := Decode(c, "space_process_output", &a); err != nil {
 				return nil, err
 			}
 			o, err := c.Space.Client.ReadOutput(ctx, a.ID, client.OutputRequest{
@@ -184,7 +183,7 @@ func spaceProcessOutputTool() *Tool {
 				return nil, err
 			}
 			out := processOutput(a.ID, o)
-			return &Result{Text: formatOutput(out), Structured: out}, nil
+			return &mcpserve.Result{Text: formatOutput(out), Structured: out}, nil
 		},
 	}
 }
@@ -285,26 +284,25 @@ func spaceProcessInputTool() *Tool {
 	return &Tool{
 		Name:   "space_process_input",
 		Title:  "Type into a background process",
-		Hints:  Hints{Destructive: true},
-		Output: outputOf[ProcessInput](),
+		Hints:  mcpserve.Hints{Destructive: true},
+		Output: OutputOf[ProcessInput](),
 		Description: "Write text to the stdin of a background process started with stdin or pty (include \"\\n\" to end a line; on a PTY \"\\u0003\" is Ctrl-C). " +
 			"close_stdin ends its input afterwards (EOF; ^D on a PTY).",
-		Schema: object([]string{"space", "id"}, map[string]*jsonschema.Schema{
-			"space":       spaceArg(),
+		Schema: Object([]string{"id"}, map[string]*jsonschema.Schema{
 			"id":          processIDArg(),
-			"text":        str("What to write, as it is."),
-			"close_stdin": boolean("Close stdin after writing the text.", false),
+			"text":        Str("What to write, as it is."),
+			"close_stdin": Boolean("Close stdin after writing the text.", false),
 		}),
-		TakesSpace: true, Requires: []api.Feature{api.FeatureShell},
-		Errors: []api.Kind{api.KindNotFound},
-		Result: "{id, bytes, stdin_closed}",
-		Run: func(ctx context.Context, c *Call) (*Result, error) {
+		Requires: []api.Feature{api.FeatureShell},
+		Errors:   []api.Kind{api.KindNotFound},
+		Result:   "{id, bytes, stdin_closed}",
+		Run: func(ctx context.Context, c *Call) (*mcpserve.Result, error) {
 			var a struct {
 				ID         string `json:"id"`
 				Text       string `json:"text"`
 				CloseStdin bool   `json:"close_stdin"`
 			}
-			if err := decode(c, "space_process_input", &a); err != nil {
+			if err := Decode(c, "space_process_input", &a); err != nil {
 				return nil, err
 			}
 			if a.Text == "" && !a.CloseStdin {
@@ -318,7 +316,7 @@ func spaceProcessInputTool() *Tool {
 			if a.CloseStdin {
 				text += ", then closed it"
 			}
-			return &Result{Text: text, Structured: ProcessInput{ID: a.ID, Bytes: int(res.Bytes), StdinClosed: a.CloseStdin}}, nil
+			return &mcpserve.Result{Text: text, Structured: ProcessInput{ID: a.ID, Bytes: int(res.Bytes), StdinClosed: a.CloseStdin}}, nil
 		},
 	}
 }
@@ -327,24 +325,23 @@ func spaceProcessSignalTool() *Tool {
 	return &Tool{
 		Name:   "space_process_signal",
 		Title:  "Signal a background process",
-		Hints:  Hints{Destructive: true},
-		Output: outputOf[api.ProcessInfo](),
+		Hints:  mcpserve.Hints{Destructive: true},
+		Output: OutputOf[api.ProcessInfo](),
 		Description: "Send a signal to a background process and its whole process group (TERM asks it to stop, KILL forces it). " +
 			fmt.Sprintf("After a signal that ends processes by default it waits up to %s for the exit, and answers the process with its exit status.", signalExitWait),
-		Schema: object([]string{"space", "id"}, map[string]*jsonschema.Schema{
-			"space":  spaceArg(),
+		Schema: Object([]string{"id"}, map[string]*jsonschema.Schema{
 			"id":     processIDArg(),
-			"signal": enum("The signal.", "TERM", signalNames...),
+			"signal": Enum("The signal.", "TERM", signalNames...),
 		}),
-		TakesSpace: true, Requires: []api.Feature{api.FeatureShell},
-		Errors: []api.Kind{api.KindNotFound},
-		Result: "the process {id, pid, state, exit_code, signal, ...}",
-		Run: func(ctx context.Context, c *Call) (*Result, error) {
+		Requires: []api.Feature{api.FeatureShell},
+		Errors:   []api.Kind{api.KindNotFound},
+		Result:   "the process {id, pid, state, exit_code, signal, ...}",
+		Run: func(ctx context.Context, c *Call) (*mcpserve.Result, error) {
 			a := struct {
 				ID     string `json:"id"`
 				Signal string `json:"signal"`
 			}{Signal: "TERM"}
-			if err := decode(c, "space_process_signal", &a); err != nil {
+			if err := Decode(c, "space_process_signal", &a); err != nil {
 				return nil, err
 			}
 			if err := c.Space.Client.Signal(ctx, a.ID, a.Signal); err != nil {
@@ -366,7 +363,7 @@ func spaceProcessSignalTool() *Tool {
 			} else {
 				text += "it is still running"
 			}
-			return &Result{Text: text, Structured: info}, nil
+			return &mcpserve.Result{Text: text, Structured: info}, nil
 		},
 	}
 }
@@ -402,15 +399,13 @@ func spaceProcessesTool() *Tool {
 	return &Tool{
 		Name:        "space_processes",
 		Title:       "List background processes",
-		Hints:       Hints{ReadOnly: true},
-		Output:      outputOf[ProcessList](),
+		Hints:       mcpserve.Hints{ReadOnly: true},
+		Output:      OutputOf[ProcessList](),
 		Description: "List the background processes of a Space (started by space_process_start, cua-bridge exec or any client of the Space) with their state and exit status.",
-		Schema: object([]string{"space"}, map[string]*jsonschema.Schema{
-			"space": spaceArg(),
-		}),
-		TakesSpace: true, Requires: []api.Feature{api.FeatureShell},
-		Result: "{processes: [{id, pid, argv, state, exit_code, signal, timed_out, started_at, stdout_bytes, stderr_bytes, ...}]}",
-		Run: func(ctx context.Context, c *Call) (*Result, error) {
+		Schema:      Object(nil, map[string]*jsonschema.Schema{}),
+		Requires:    []api.Feature{api.FeatureShell},
+		Result:      "{processes: [{id, pid, argv, state, exit_code, signal, timed_out, started_at, stdout_bytes, stderr_bytes, ...}]}",
+		Run: func(ctx context.Context, c *Call) (*mcpserve.Result, error) {
 			list, err := c.Space.Client.Processes(ctx)
 			if err != nil {
 				return nil, err
@@ -429,7 +424,7 @@ func spaceProcessesTool() *Tool {
 			if len(list) == 0 {
 				b.WriteString("no processes")
 			}
-			return &Result{Text: strings.TrimRight(b.String(), "\n"), Structured: ProcessList{Processes: list}}, nil
+			return &mcpserve.Result{Text: strings.TrimRight(b.String(), "\n"), Structured: ProcessList{Processes: list}}, nil
 		},
 	}
 }

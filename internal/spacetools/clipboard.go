@@ -1,4 +1,4 @@
-package tools
+package spacetools
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/internal/mcpserve"
 )
 
 // ClipboardSet is the structured answer of space_clipboard_set.
@@ -21,16 +22,14 @@ func spaceClipboardGetTool() *Tool {
 	return &Tool{
 		Name:        "space_clipboard_get",
 		Title:       "Read the clipboard",
-		Hints:       Hints{ReadOnly: true},
-		Output:      outputOf[api.ClipboardText](),
+		Hints:       mcpserve.Hints{ReadOnly: true},
+		Output:      OutputOf[api.ClipboardText](),
 		Description: "Read the text on a Space's desktop clipboard (the X CLIPBOARD selection), whichever app put it there.",
-		Schema: object([]string{"space"}, map[string]*jsonschema.Schema{
-			"space": spaceArg(),
-		}),
-		TakesSpace: true, Requires: []api.Feature{api.FeatureClipboardText},
-		Errors: []api.Kind{api.KindTimeout, api.KindLimitExceeded},
-		Result: "text: the clipboard's text; structured {text}",
-		Run: func(ctx context.Context, c *Call) (*Result, error) {
+		Schema:      Object(nil, map[string]*jsonschema.Schema{}),
+		Requires:    []api.Feature{api.FeatureClipboardText},
+		Errors:      []api.Kind{api.KindTimeout, api.KindLimitExceeded},
+		Result:      "text: the clipboard's text; structured {text}",
+		Run: func(ctx context.Context, c *Call) (*mcpserve.Result, error) {
 			text, err := c.Space.Client.ClipboardGet(ctx)
 			if err != nil {
 				return nil, err
@@ -39,7 +38,7 @@ func spaceClipboardGetTool() *Tool {
 			if text == "" {
 				shown = "(the clipboard holds no text)"
 			}
-			return &Result{Text: shown, Structured: api.ClipboardText{Text: text}}, nil
+			return &mcpserve.Result{Text: shown, Structured: api.ClipboardText{Text: text}}, nil
 		},
 	}
 }
@@ -48,28 +47,27 @@ func spaceClipboardSetTool() *Tool {
 	return &Tool{
 		Name:        "space_clipboard_set",
 		Title:       "Set the clipboard",
-		Hints:       Hints{Destructive: true, Idempotent: true},
-		Output:      outputOf[ClipboardSet](),
+		Hints:       mcpserve.Hints{Destructive: true, Idempotent: true},
+		Output:      OutputOf[ClipboardSet](),
 		Description: "Put text on a Space's desktop clipboard (the X CLIPBOARD and PRIMARY selections), for an app to paste; it replaces what was there.",
-		Schema: object([]string{"space", "text"}, map[string]*jsonschema.Schema{
-			"space": spaceArg(),
-			"text":  str("The text (UTF-8; the Space's capabilities say its limit, max_clipboard_bytes)."),
+		Schema: Object([]string{"text"}, map[string]*jsonschema.Schema{
+			"text": Str("The text (UTF-8; the Space's capabilities say its limit, max_clipboard_bytes)."),
 		}),
-		TakesSpace: true, Requires: []api.Feature{api.FeatureClipboardText},
-		Errors: []api.Kind{api.KindTimeout},
-		Result: "{chars, bytes}",
-		Run: func(ctx context.Context, c *Call) (*Result, error) {
+		Requires: []api.Feature{api.FeatureClipboardText},
+		Errors:   []api.Kind{api.KindTimeout},
+		Result:   "{chars, bytes}",
+		Run: func(ctx context.Context, c *Call) (*mcpserve.Result, error) {
 			var a struct {
 				Text string `json:"text"`
 			}
-			if err := decode(c, "space_clipboard_set", &a); err != nil {
+			if err := Decode(c, "space_clipboard_set", &a); err != nil {
 				return nil, err
 			}
 			if err := c.Space.Client.ClipboardSet(ctx, a.Text); err != nil {
 				return nil, err
 			}
 			n := utf8.RuneCountInString(a.Text)
-			return &Result{Text: fmt.Sprintf("the clipboard holds the text (%d characters)", n), Structured: ClipboardSet{Chars: n, Bytes: len(a.Text)}}, nil
+			return &mcpserve.Result{Text: fmt.Sprintf("the clipboard holds the text (%d characters)", n), Structured: ClipboardSet{Chars: n, Bytes: len(a.Text)}}, nil
 		},
 	}
 }

@@ -1,4 +1,4 @@
-package mcp
+package mcpserve
 
 import (
 	"bufio"
@@ -15,18 +15,18 @@ import (
 // RunStdio serves one MCP session over newline-delimited JSON on in/out
 // until in ends or ctx is cancelled. Each line passes the gate first; a
 // refused request is answered here and never reaches the SDK.
-func (b *Bridge) RunStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+func (s *Server) RunStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	w := &lockedWriter{w: out}
 	w.cond = sync.NewCond(&w.mu)
 	pr, pw := io.Pipe()
 	go func() {
-		err := b.pump(bufio.NewReaderSize(in, 64<<10), pw, w)
+		err := s.pump(bufio.NewReaderSize(in, 64<<10), pw, w)
 		// The client closed its end: answer what is still running before
 		// the SDK sees EOF (it drops unanswered calls on close).
 		w.drain(ctx)
 		pw.CloseWithError(err)
 	}()
-	err := b.server.Run(ctx, &sdk.IOTransport{Reader: pr, Writer: nopWriteCloser{w}})
+	err := s.server.Run(ctx, &sdk.IOTransport{Reader: pr, Writer: nopWriteCloser{w}})
 	pr.Close()
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {
 		return nil
@@ -36,7 +36,7 @@ func (b *Bridge) RunStdio(ctx context.Context, in io.Reader, out io.Writer) erro
 
 // pump copies gated lines from r to the SDK's pipe. The one session of a
 // stdio connection speaks the revision its initialize negotiated.
-func (b *Bridge) pump(r *bufio.Reader, sdkIn io.Writer, out *lockedWriter) error {
+func (s *Server) pump(r *bufio.Reader, sdkIn io.Writer, out *lockedWriter) error {
 	var sess Session
 	for {
 		line, tooLong, err := readLine(r, MaxMessageBytes)
@@ -45,7 +45,7 @@ func (b *Bridge) pump(r *bufio.Reader, sdkIn io.Writer, out *lockedWriter) error
 			if tooLong {
 				v = &Violation{Code: CodeInvalidRequest, Message: "message is over the 1 MiB limit"}
 			} else {
-				v, _ = b.gate.Check(line, sess)
+				v, _ = s.gate.Check(line, sess)
 				if v == nil {
 					if asked, ok := initializeVersion(line); ok {
 						sess.Version = negotiate(asked)

@@ -1,4 +1,4 @@
-package tools
+package spacetools
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/internal/mcpserve"
 )
 
 // Bounds of space_bash.
@@ -40,29 +41,27 @@ func spaceBashTool() *Tool {
 	return &Tool{
 		Name:   "space_bash",
 		Title:  "Run a shell command",
-		Hints:  Hints{Destructive: true, OpenWorld: true},
-		Output: outputOf[BashResult](),
+		Hints:  mcpserve.Hints{Destructive: true, OpenWorld: true},
+		Output: OutputOf[BashResult](),
 		Description: "Run a shell command (/bin/sh -c) in a Space and wait for it. Answers stdout, then stderr and the exit code. " +
 			"A command past its timeout is killed with its whole process tree; cancelling the call kills it too. " +
 			"Background children it leaves running (`app &`) live on, named by a process id for space_processes and space_process_signal; " +
 			"to start and watch a long-running program, space_process_start is made for it.",
-		Schema: object([]string{"space", "command"}, map[string]*jsonschema.Schema{
-			"space":   spaceArg(),
-			"command": nonEmpty("The shell command line."),
-			"timeout": integer("Seconds before the command and its children are killed.", 1, bashMaxTimeoutSeconds, int(bashDefaultTimeout/time.Second)),
-			"cwd":     str("Working directory in the Space (absolute); default the daemon's."),
+		Schema: Object([]string{"command"}, map[string]*jsonschema.Schema{
+			"command": NonEmpty("The shell command line."),
+			"timeout": Integer("Seconds before the command and its children are killed.", 1, bashMaxTimeoutSeconds, int(bashDefaultTimeout/time.Second)),
+			"cwd":     Str("Working directory in the Space (absolute); default the daemon's."),
 		}),
-		TakesSpace: true,
-		Requires:   []api.Feature{api.FeatureShell},
-		Errors:     []api.Kind{api.KindTimeout},
-		Result:     "text: stdout, then [stderr] and stderr, then [exit N]; structured {stdout, stderr, exit_code, timed_out, truncated, process_id?, background?}",
-		Run: func(ctx context.Context, c *Call) (*Result, error) {
+		Requires: []api.Feature{api.FeatureShell},
+		Errors:   []api.Kind{api.KindTimeout},
+		Result:   "text: stdout, then [stderr] and stderr, then [exit N]; structured {stdout, stderr, exit_code, timed_out, truncated, process_id?, background?}",
+		Run: func(ctx context.Context, c *Call) (*mcpserve.Result, error) {
 			var a struct {
 				Command string
 				Timeout int64
 				Cwd     string
 			}
-			if err := decode(c, "space_bash", &a); err != nil {
+			if err := Decode(c, "space_bash", &a); err != nil {
 				return nil, err
 			}
 			timeout := bashDefaultTimeout
@@ -82,7 +81,7 @@ func spaceBashTool() *Tool {
 				return nil, api.Errorf(api.KindTimeout, "space_bash: command timed out after %s and was killed with its process tree; output so far:\n%s",
 					timeout, tail(res.Stdout+res.Stderr, timeoutTailBytes))
 			}
-			return &Result{Text: formatBash(res), Structured: BashResult{
+			return &mcpserve.Result{Text: formatBash(res), Structured: BashResult{
 				Stdout: res.Stdout, Stderr: res.Stderr, ExitCode: res.ExitCode, TimedOut: res.TimedOut, Truncated: res.Truncated(),
 				ProcessID: res.ProcessID, Background: res.Descendants,
 			}}, nil

@@ -1,4 +1,4 @@
-package tools
+package spacetools
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/internal/mcpserve"
 )
 
 // Bounds of the small-file tools; bigger files go through upload/download.
@@ -29,27 +30,25 @@ func spaceReadTool() *Tool {
 	return &Tool{
 		Name:   "space_read",
 		Title:  "Read a file",
-		Hints:  Hints{ReadOnly: true},
-		Output: outputOf[ReadResult](),
+		Hints:  mcpserve.Hints{ReadOnly: true},
+		Output: OutputOf[ReadResult](),
 		Description: fmt.Sprintf("Read a file in a Space (at most %d bytes per call; use offset/length to page, download for whole files). "+
 			"Text comes back as is; binary content as base64 with a note.", maxReadBytes),
-		Schema: object([]string{"space", "path"}, map[string]*jsonschema.Schema{
-			"space":  spaceArg(),
-			"path":   nonEmpty("Absolute path of the file in the Space."),
-			"offset": integer("Byte offset to start at.", 0, 0, 0),
-			"length": integer(fmt.Sprintf("Bytes to read (default and maximum %d).", maxReadBytes), 0, maxReadBytes, nil),
+		Schema: Object([]string{"path"}, map[string]*jsonschema.Schema{
+			"path":   NonEmpty("Absolute path of the file in the Space."),
+			"offset": Integer("Byte offset to start at.", 0, 0, 0),
+			"length": Integer(fmt.Sprintf("Bytes to read (default and maximum %d).", maxReadBytes), 0, maxReadBytes, nil),
 		}),
-		TakesSpace: true,
-		Requires:   []api.Feature{api.FeatureFiles},
-		Errors:     []api.Kind{api.KindNotFound, api.KindIO},
-		Result:     "text (or base64 with a note for binary); structured {path, size, offset, bytes, encoding, truncated}",
-		Run: func(ctx context.Context, c *Call) (*Result, error) {
+		Requires: []api.Feature{api.FeatureFiles},
+		Errors:   []api.Kind{api.KindNotFound, api.KindIO},
+		Result:   "text (or base64 with a note for binary); structured {path, size, offset, bytes, encoding, truncated}",
+		Run: func(ctx context.Context, c *Call) (*mcpserve.Result, error) {
 			var a struct {
 				Path   string
 				Offset int64
 				Length *int64
 			}
-			if err := decode(c, "space_read", &a); err != nil {
+			if err := Decode(c, "space_read", &a); err != nil {
 				return nil, err
 			}
 			length := int64(maxReadBytes)
@@ -74,7 +73,7 @@ func spaceReadTool() *Tool {
 			} else if truncated && a.Length == nil {
 				text += fmt.Sprintf("\n[truncated: %d of %d bytes shown; pass offset=%d to read on]", len(data), size, a.Offset+int64(len(data)))
 			}
-			return &Result{Text: text, Structured: st}, nil
+			return &mcpserve.Result{Text: text, Structured: st}, nil
 		},
 	}
 }
@@ -103,24 +102,22 @@ func spaceWriteTool() *Tool {
 	return &Tool{
 		Name:   "space_write",
 		Title:  "Write a file",
-		Hints:  Hints{Destructive: true, Idempotent: true},
-		Output: outputOf[WriteResult](),
+		Hints:  mcpserve.Hints{Destructive: true, Idempotent: true},
+		Output: OutputOf[WriteResult](),
 		Description: "Write a file in a Space atomically (the old file or the new one, never a mix) and verify its sha256 in the Space. " +
 			"Content is text unless encoding is base64.",
-		Schema: object([]string{"space", "path", "content"}, map[string]*jsonschema.Schema{
-			"space":    spaceArg(),
-			"path":     nonEmpty("Absolute path of the file in the Space."),
-			"content":  str("The file's new content."),
-			"encoding": enum("How content is encoded.", "utf-8", "utf-8", "base64"),
-			"mode":     str("Octal permission bits, e.g. \"0644\"; default the old file's or 0644."),
+		Schema: Object([]string{"path", "content"}, map[string]*jsonschema.Schema{
+			"path":     NonEmpty("Absolute path of the file in the Space."),
+			"content":  Str("The file's new content."),
+			"encoding": Enum("How content is encoded.", "utf-8", "utf-8", "base64"),
+			"mode":     Str("Octal permission bits, e.g. \"0644\"; default the old file's or 0644."),
 		}),
-		TakesSpace: true,
-		Requires:   []api.Feature{api.FeatureFiles},
-		Errors:     []api.Kind{api.KindTransferFailed, api.KindNotFound, api.KindIO},
-		Result:     "wrote <path> (<n> bytes, sha256 <hex> verified in Space); structured {path, bytes, sha256, verified}",
-		Run: func(ctx context.Context, c *Call) (*Result, error) {
+		Requires: []api.Feature{api.FeatureFiles},
+		Errors:   []api.Kind{api.KindTransferFailed, api.KindNotFound, api.KindIO},
+		Result:   "wrote <path> (<n> bytes, sha256 <hex> verified in Space); structured {path, bytes, sha256, verified}",
+		Run: func(ctx context.Context, c *Call) (*mcpserve.Result, error) {
 			var a struct{ Path, Content, Encoding, Mode string }
-			if err := decode(c, "space_write", &a); err != nil {
+			if err := Decode(c, "space_write", &a); err != nil {
 				return nil, err
 			}
 			data := []byte(a.Content)
@@ -143,7 +140,7 @@ func spaceWriteTool() *Tool {
 				return nil, api.Errorf(api.KindTransferFailed, "space_write %s: the Space stored %d bytes with sha256 %s, want %d bytes with %s",
 					a.Path, res.Size, res.SHA256, len(data), want)
 			}
-			return &Result{
+			return &mcpserve.Result{
 				Text:       fmt.Sprintf("wrote %s (%d bytes, sha256 %s verified in Space)", res.Path, res.Size, res.SHA256),
 				Structured: WriteResult{Path: res.Path, Bytes: res.Size, SHA256: res.SHA256, Verified: true},
 			}, nil
@@ -155,26 +152,24 @@ func spaceLsTool() *Tool {
 	return &Tool{
 		Name:        "space_ls",
 		Title:       "List a folder",
-		Hints:       Hints{ReadOnly: true},
-		Output:      outputOf[api.ListResult](),
+		Hints:       mcpserve.Hints{ReadOnly: true},
+		Output:      OutputOf[api.ListResult](),
 		Description: "List a directory in a Space to a depth (1 = its own entries), with name, type, size, mode and modification time.",
-		Schema: object([]string{"space", "path"}, map[string]*jsonschema.Schema{
-			"space":  spaceArg(),
-			"path":   nonEmpty("Absolute path of the directory in the Space."),
-			"depth":  integer("Levels to descend (1 = the directory's own entries).", 1, maxListDepth, 1),
-			"hidden": boolean("Include dot files.", false),
+		Schema: Object([]string{"path"}, map[string]*jsonschema.Schema{
+			"path":   NonEmpty("Absolute path of the directory in the Space."),
+			"depth":  Integer("Levels to descend (1 = the directory's own entries).", 1, maxListDepth, 1),
+			"hidden": Boolean("Include dot files.", false),
 		}),
-		TakesSpace: true,
-		Requires:   []api.Feature{api.FeatureFiles},
-		Errors:     []api.Kind{api.KindNotFound, api.KindIO},
-		Result:     "one line per entry; structured {path, entries: [{name, path, type, size, mode, modified}], truncated}",
-		Run: func(ctx context.Context, c *Call) (*Result, error) {
+		Requires: []api.Feature{api.FeatureFiles},
+		Errors:   []api.Kind{api.KindNotFound, api.KindIO},
+		Result:   "one line per entry; structured {path, entries: [{name, path, type, size, mode, modified}], truncated}",
+		Run: func(ctx context.Context, c *Call) (*mcpserve.Result, error) {
 			var a struct {
 				Path   string
 				Depth  int
 				Hidden bool
 			}
-			if err := decode(c, "space_ls", &a); err != nil {
+			if err := Decode(c, "space_ls", &a); err != nil {
 				return nil, err
 			}
 			if a.Depth == 0 {
@@ -204,7 +199,7 @@ func spaceLsTool() *Tool {
 			if len(res.Entries) == 0 {
 				b.WriteString("(empty)")
 			}
-			return &Result{Text: strings.TrimRight(b.String(), "\n"), Structured: res}, nil
+			return &mcpserve.Result{Text: strings.TrimRight(b.String(), "\n"), Structured: res}, nil
 		},
 	}
 }

@@ -1,4 +1,4 @@
-package tools
+package spacetools
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/internal/mcpserve"
 )
 
 // launchTimeoutMS bounds launch_app's wait for the app's first window: long
@@ -18,25 +19,24 @@ func launchAppTool() *Tool {
 	return &Tool{
 		Name:        "launch_app",
 		Title:       "Launch an app",
-		Hints:       Hints{OpenWorld: true},
-		Output:      outputOf[api.LaunchResult](),
+		Hints:       mcpserve.Hints{OpenWorld: true},
+		Output:      OutputOf[api.LaunchResult](),
 		Description: "Start an application on a Space's desktop (argv or a shell command line), optionally waiting for its first window.",
-		Schema: object([]string{"space"}, map[string]*jsonschema.Schema{
-			"space":           spaceArg(),
-			"command":         str("Shell command line to run (e.g. \"xterm -e top\")."),
+		Schema: Object(nil, map[string]*jsonschema.Schema{
+			"command":         Str("Shell command line to run (e.g. \"xterm -e top\")."),
 			"argv":            {Type: "array", Items: &jsonschema.Schema{Type: "string"}, Description: "Program and arguments, instead of command."},
-			"wait_for_window": boolean("Wait until the app shows a window, and answer it.", true),
+			"wait_for_window": Boolean("Wait until the app shows a window, and answer it.", true),
 		}),
-		TakesSpace: true, Requires: []api.Feature{api.FeatureLaunchApp},
-		Errors: []api.Kind{api.KindTimeout},
-		Result: "{pid, window?}",
-		Run: func(ctx context.Context, c *Call) (*Result, error) {
+		Requires: []api.Feature{api.FeatureLaunchApp},
+		Errors:   []api.Kind{api.KindTimeout},
+		Result:   "{pid, window?}",
+		Run: func(ctx context.Context, c *Call) (*mcpserve.Result, error) {
 			var a struct {
 				Command       string   `json:"command"`
 				Argv          []string `json:"argv"`
 				WaitForWindow *bool    `json:"wait_for_window"`
 			}
-			if err := decode(c, "launch_app", &a); err != nil {
+			if err := Decode(c, "launch_app", &a); err != nil {
 				return nil, err
 			}
 			if (a.Command == "") == (len(a.Argv) == 0) {
@@ -51,7 +51,7 @@ func launchAppTool() *Tool {
 			if res.Window != nil {
 				text += fmt.Sprintf(", window %d %q", res.Window.WindowID, res.Window.Title)
 			}
-			return &Result{Text: text, Structured: res}, nil
+			return &mcpserve.Result{Text: text, Structured: res}, nil
 		},
 	}
 }

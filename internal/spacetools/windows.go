@@ -1,4 +1,4 @@
-package tools
+package spacetools
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/internal/mcpserve"
 )
 
 // WindowList is the structured answer of list_space_windows.
@@ -20,20 +21,19 @@ func listSpaceWindowsTool() *Tool {
 	return &Tool{
 		Name:        "list_space_windows",
 		Title:       "List the windows",
-		Hints:       Hints{ReadOnly: true},
-		Output:      outputOf[WindowList](),
+		Hints:       mcpserve.Hints{ReadOnly: true},
+		Output:      OutputOf[WindowList](),
 		Description: "List the windows on a Space's desktop with title, app, pid, bounds and focus; filter by app name substring.",
-		Schema: object([]string{"space"}, map[string]*jsonschema.Schema{
-			"space":    spaceArg(),
-			"app_name": str("Only windows whose app name contains this (case-insensitive)."),
+		Schema: Object(nil, map[string]*jsonschema.Schema{
+			"app_name": Str("Only windows whose app name contains this (case-insensitive)."),
 		}),
-		TakesSpace: true, Requires: []api.Feature{api.FeatureWindows},
-		Result: "{windows: [{window_id, title, app_name, pid, bounds, focused}]}",
-		Run: func(ctx context.Context, c *Call) (*Result, error) {
+		Requires: []api.Feature{api.FeatureWindows},
+		Result:   "{windows: [{window_id, title, app_name, pid, bounds, focused}]}",
+		Run: func(ctx context.Context, c *Call) (*mcpserve.Result, error) {
 			var a struct {
 				AppName string `json:"app_name"`
 			}
-			if err := decode(c, "list_space_windows", &a); err != nil {
+			if err := Decode(c, "list_space_windows", &a); err != nil {
 				return nil, err
 			}
 			ws, err := c.Space.Client.Windows(ctx, a.AppName)
@@ -54,7 +54,7 @@ func listSpaceWindowsTool() *Tool {
 			if len(ws) == 0 {
 				b.WriteString("no windows")
 			}
-			return &Result{Text: strings.TrimRight(b.String(), "\n"), Structured: WindowList{Windows: ws}}, nil
+			return &mcpserve.Result{Text: strings.TrimRight(b.String(), "\n"), Structured: WindowList{Windows: ws}}, nil
 		},
 	}
 }
@@ -63,28 +63,27 @@ func focusSpaceWindowTool() *Tool {
 	return &Tool{
 		Name:        "focus_space_window",
 		Title:       "Focus a window",
-		Hints:       Hints{Idempotent: true},
-		Output:      outputOf[api.Window](),
+		Hints:       mcpserve.Hints{Idempotent: true},
+		Output:      OutputOf[api.Window](),
 		Description: "Raise and focus a window on a Space's desktop.",
-		Schema: object([]string{"space", "window_id"}, map[string]*jsonschema.Schema{
-			"space":     spaceArg(),
-			"window_id": integer("The window (from list_space_windows).", 1, 0, nil),
+		Schema: Object([]string{"window_id"}, map[string]*jsonschema.Schema{
+			"window_id": Integer("The window (from list_space_windows).", 1, 0, nil),
 		}),
-		TakesSpace: true, Requires: []api.Feature{api.FeatureWindows},
-		Errors: []api.Kind{api.KindNotFound},
-		Result: "the focused window {window_id, title, app_name, pid, bounds, focused}",
-		Run: func(ctx context.Context, c *Call) (*Result, error) {
+		Requires: []api.Feature{api.FeatureWindows},
+		Errors:   []api.Kind{api.KindNotFound},
+		Result:   "the focused window {window_id, title, app_name, pid, bounds, focused}",
+		Run: func(ctx context.Context, c *Call) (*mcpserve.Result, error) {
 			var a struct {
 				WindowID uint32 `json:"window_id"`
 			}
-			if err := decode(c, "focus_space_window", &a); err != nil {
+			if err := Decode(c, "focus_space_window", &a); err != nil {
 				return nil, err
 			}
 			w, err := c.Space.Client.ActivateWindow(ctx, a.WindowID)
 			if err != nil {
 				return nil, err
 			}
-			return &Result{Text: fmt.Sprintf("focused window %d (%s: %s)", w.WindowID, w.AppName, w.Title), Structured: w}, nil
+			return &mcpserve.Result{Text: fmt.Sprintf("focused window %d (%s: %s)", w.WindowID, w.AppName, w.Title), Structured: w}, nil
 		},
 	}
 }
@@ -124,24 +123,23 @@ func spaceWindowTool() *Tool {
 	return &Tool{
 		Name:   "space_window",
 		Title:  "Close, move, resize, minimize or maximize a window",
-		Hints:  Hints{Destructive: true},
-		Output: outputOf[WindowAction](),
+		Hints:  mcpserve.Hints{Destructive: true},
+		Output: OutputOf[WindowAction](),
 		Description: "Act on a window of a Space's desktop as its title bar would: close it (as its close button does: the app may ask to confirm), " +
 			"move it (x, y), resize it (width, height), minimize, maximize, or restore it from either. " +
 			"Answers the window afterwards with its bounds (content, without the frame) and state.",
-		Schema: object([]string{"space", "window_id", "action"}, map[string]*jsonschema.Schema{
-			"space":     spaceArg(),
-			"window_id": integer("The window (from list_space_windows).", 1, 0, nil),
-			"action":    enum("What to do.", "", actionClose, actionMove, actionResize, actionMinimize, actionMaximize, actionRestore),
+		Schema: Object([]string{"window_id", "action"}, map[string]*jsonschema.Schema{
+			"window_id": Integer("The window (from list_space_windows).", 1, 0, nil),
+			"action":    Enum("What to do.", "", actionClose, actionMove, actionResize, actionMinimize, actionMaximize, actionRestore),
 			"x":         {Type: "integer", Description: "move: the content's new left edge, in screen pixels."},
 			"y":         {Type: "integer", Description: "move: the content's new top edge, in screen pixels."},
-			"width":     integer("resize: the content's new width, in pixels.", 1, 0, nil),
-			"height":    integer("resize: the content's new height, in pixels.", 1, 0, nil),
+			"width":     Integer("resize: the content's new width, in pixels.", 1, 0, nil),
+			"height":    Integer("resize: the content's new height, in pixels.", 1, 0, nil),
 		}),
-		TakesSpace: true, Requires: []api.Feature{api.FeatureWindows},
-		Errors: []api.Kind{api.KindNotFound, api.KindTimeout},
-		Result: "{action, window: {window_id, title, app_name, pid, bounds, focused, state}, closed}",
-		Run: func(ctx context.Context, c *Call) (*Result, error) {
+		Requires: []api.Feature{api.FeatureWindows},
+		Errors:   []api.Kind{api.KindNotFound, api.KindTimeout},
+		Result:   "{action, window: {window_id, title, app_name, pid, bounds, focused, state}, closed}",
+		Run: func(ctx context.Context, c *Call) (*mcpserve.Result, error) {
 			var a struct {
 				WindowID uint32 `json:"window_id"`
 				Action   string `json:"action"`
@@ -150,7 +148,7 @@ func spaceWindowTool() *Tool {
 				Width    *int   `json:"width"`
 				Height   *int   `json:"height"`
 			}
-			if err := decode(c, "space_window", &a); err != nil {
+			if err := Decode(c, "space_window", &a); err != nil {
 				return nil, err
 			}
 			if err := windowArgsFit(a.Action, a.X != nil, a.Y != nil, a.Width != nil, a.Height != nil); err != nil {
@@ -177,7 +175,7 @@ func spaceWindowTool() *Tool {
 			if w.State != "" {
 				text += ", " + string(w.State)
 			}
-			return &Result{Text: text, Structured: WindowAction{Action: a.Action, Window: *w}}, nil
+			return &mcpserve.Result{Text: text, Structured: WindowAction{Action: a.Action, Window: *w}}, nil
 		},
 	}
 }
@@ -200,7 +198,7 @@ func windowArgsFit(action string, x, y, width, height bool) error {
 
 // closeWindow asks the window to close and waits a little for it to go, so
 // that the answer says whether it did.
-func closeWindow(ctx context.Context, c *Call, id uint32) (*Result, error) {
+func closeWindow(ctx context.Context, c *Call, id uint32) (*mcpserve.Result, error) {
 	cl := c.Space.Client
 	last, err := findWindow(ctx, c, id)
 	if err != nil {
@@ -215,7 +213,7 @@ func closeWindow(ctx context.Context, c *Call, id uint32) (*Result, error) {
 	for {
 		w, err := findWindow(ctx, c, id)
 		if api.KindOf(err) == api.KindNotFound {
-			return &Result{
+			return &mcpserve.Result{
 				Text:       fmt.Sprintf("closed window %d (%s: %q)", id, last.AppName, last.Title),
 				Structured: WindowAction{Action: actionClose, Window: last, Closed: true},
 			}, nil
@@ -225,7 +223,7 @@ func closeWindow(ctx context.Context, c *Call, id uint32) (*Result, error) {
 		}
 		last = w
 		if time.Now().After(deadline) {
-			return &Result{
+			return &mcpserve.Result{
 				Text: fmt.Sprintf("asked window %d (%s: %q) to close; after %s it is still open: the app may be asking to confirm (take a screenshot)",
 					id, last.AppName, last.Title, closeWait),
 				Structured: WindowAction{Action: actionClose, Window: last},

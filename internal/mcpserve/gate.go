@@ -1,4 +1,4 @@
-package mcp
+package mcpserve
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ const (
 // so that the error codes are the same on stdio and HTTP and do not depend on
 // the SDK's own choices (it answers an unknown tool with -32602, for one).
 type Gate struct {
-	// server names the bridge in the answers the gate gives itself on
+	// server names the server in the answers the gate gives itself on
 	// ModernVersion, as the SDK does in its own (_meta serverInfo).
 	server *sdk.Implementation
 	tools  map[string]*jsonschema.Resolved
@@ -44,7 +44,7 @@ type Gate struct {
 }
 
 // NewGate builds a gate for the given tool input schemas; server names the
-// bridge in the gate's own answers.
+// server in the gate's own answers.
 func NewGate(server *sdk.Implementation, schemas map[string]*jsonschema.Schema) (*Gate, error) {
 	g := &Gate{server: server, tools: map[string]*jsonschema.Resolved{}, props: map[string][]string{}}
 	for name, s := range schemas {
@@ -94,7 +94,7 @@ type Violation struct {
 	// a tool that ran and failed (isError, kind invalid_argument), as
 	// ToolErrorVersion and later want, instead of with Code.
 	ToolError bool
-	// version is the revision the answer speaks, and server the bridge.
+	// version is the revision the answer speaks, and server the server.
 	version string
 	server  *sdk.Implementation
 }
@@ -306,33 +306,41 @@ func (g *Gate) checkCall(params json.RawMessage, v *Violation, toolErrors bool) 
 		v.Code, v.Message = CodeInvalidParams, "tools/call: name must be a string"
 		return v
 	}
-	schema, ok := g.tools[name]
-	if !ok {
+	if _, ok := g.tools[name]; !ok {
 		v.Code, v.Message = CodeMethodNotFound, fmt.Sprintf("unknown tool %q: tools/list names the tools", name)
 		return v
 	}
+	if msg := g.checkArguments(name, p["arguments"]); msg != "" {
+		return argError(v, toolErrors, msg)
+	}
+	return nil
+}
+
+// checkArguments is "" when raw (absent or null: none) fits the input
+// schema of the tool name, which the gate knows, else why not.
+func (g *Gate) checkArguments(name string, raw json.RawMessage) string {
 	var args any = map[string]any{}
-	if raw := p["arguments"]; len(raw) > 0 && !isNull(raw) {
+	if len(raw) > 0 && !isNull(raw) {
 		if !isObject(raw) {
-			return argError(v, toolErrors, fmt.Sprintf("tools/call %s: arguments must be an object", name))
+			return fmt.Sprintf("tools/call %s: arguments must be an object", name)
 		}
 		var m map[string]any
 		if err := json.Unmarshal(raw, &m); err != nil {
-			return argError(v, toolErrors, fmt.Sprintf("tools/call %s: arguments: %v", name, err))
+			return fmt.Sprintf("tools/call %s: arguments: %v", name, err)
 		}
 		for k := range m {
 			for _, prop := range g.props[name] {
 				if k != prop && strings.EqualFold(k, prop) {
-					return argError(v, toolErrors, fmt.Sprintf("tools/call %s: argument %q: names are case-sensitive; did you mean %q?", name, k, prop))
+					return fmt.Sprintf("tools/call %s: argument %q: names are case-sensitive; did you mean %q?", name, k, prop)
 				}
 			}
 		}
 		args = m
 	}
-	if err := schema.Validate(args); err != nil {
-		return argError(v, toolErrors, fmt.Sprintf("tools/call %s: arguments do not match the input schema: %v", name, err))
+	if err := g.tools[name].Validate(args); err != nil {
+		return fmt.Sprintf("tools/call %s: arguments do not match the input schema: %v", name, err)
 	}
-	return nil
+	return ""
 }
 
 // argError refuses a tool's arguments: as a tool error the model reads, or

@@ -1,4 +1,4 @@
-package mcp_test
+package mcpserve_test
 
 import (
 	"bytes"
@@ -8,23 +8,30 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trycua/cua-spacesd/bridge/mcp"
-	"github.com/trycua/cua-spacesd/bridge/registry"
-	"github.com/trycua/cua-spacesd/bridge/tools"
+	"github.com/trycua/cua-spacesd/api"
+	mcp "github.com/trycua/cua-spacesd/internal/mcpserve"
+	"github.com/trycua/cua-spacesd/internal/spacetools"
 )
 
-func newGate(t testing.TB) *mcp.Gate {
+// newServer serves the tools over one Space as the bridge does (each takes
+// a space argument), over a Space that is never found: the gate's checks
+// need real schemas, and a call that passes it answers a tool error.
+func newServer(t testing.TB) *mcp.Server {
 	t.Helper()
-	reg, err := registry.Open(t.TempDir())
+	surface := spacetools.Surface{
+		SpaceArg: spacetools.NonEmpty("The Space."),
+		Space: func(context.Context, *mcp.Call, []api.Feature) (*spacetools.Space, error) {
+			return nil, api.Errorf(api.KindNotFound, "no Space here")
+		},
+	}
+	s, err := mcp.New(mcp.Config{Name: "test", Tools: surface.ServeAll(spacetools.All())})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := mcp.New(mcp.Config{Deps: tools.NewDeps(reg, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b.Gate()
+	return s
 }
+
+func newGate(t testing.TB) *mcp.Gate { return newServer(t).Gate() }
 
 var gateSeeds = []string{
 	`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`,
@@ -148,14 +155,7 @@ func TestGateCodes(t *testing.T) {
 // answered by the gate, the rest by the SDK, and a closed stdin still gets
 // the answers of what was asked.
 func TestStdio(t *testing.T) {
-	reg, err := registry.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := mcp.New(mcp.Config{Deps: tools.NewDeps(reg, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := newServer(t)
 	in := strings.Join([]string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
@@ -206,4 +206,11 @@ func TestStdio(t *testing.T) {
 	if want := []int{-32700, -32600, -32600}; len(nullIDs) != 3 || nullIDs[0] != want[0] || nullIDs[1] != want[1] || nullIDs[2] != want[2] {
 		t.Errorf("id-less answers %v, want %v", nullIDs, want)
 	}
+}
+
+// rpcCode is the JSON-RPC error code of a decoded answer (0: none).
+func rpcCode(m map[string]any) int {
+	e, _ := m["error"].(map[string]any)
+	c, _ := e["code"].(float64)
+	return int(c)
 }
