@@ -3,6 +3,8 @@ package tools
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -94,17 +96,26 @@ func downloadTool(d *Deps) *spacetools.Tool {
 	}
 }
 
+// progressInterval spaces a transfer's progress notifications: enough to
+// draw a bar, few enough that a 1 GiB transfer does not send thousands.
+const progressInterval = 100 * time.Millisecond
+
 // transferSession is a transfer with the call's Space, the bridge's host
-// folders and the call's progress. An upload's progress counts hashing as
-// its first half, so that it only ever grows, as MCP asks.
+// folders and the call's progress: at most one report every
+// progressInterval, and always the last. An upload's progress counts
+// hashing as its first half, so that it only ever grows, as MCP asks.
 func (d *Deps) transferSession(c *spacetools.Call, tool string, upload bool) (*transfer.Session, error) {
 	if d.Host == nil {
 		return nil, api.Errorf(api.KindInvalidArgument, "%s: this bridge gives its tools no folder of this machine", tool).
 			WithHint("start the bridge with --root DIR")
 	}
 	var last float64
+	var lastAt time.Time
 	sent := false
+	var mu sync.Mutex
 	report := func(p transfer.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
 		done, total := float64(p.Done), float64(p.Total)
 		if upload {
 			if p.Phase == transfer.PhaseUpload {
@@ -112,10 +123,10 @@ func (d *Deps) transferSession(c *spacetools.Call, tool string, upload bool) (*t
 			}
 			total *= 2
 		}
-		if sent && done <= last {
+		if sent && (done <= last || done < total && time.Since(lastAt) < progressInterval) {
 			return
 		}
-		sent, last = true, done
+		sent, last, lastAt = true, done, time.Now()
 		c.Progress(done, total, fmt.Sprintf("%s %s", p.Phase, p.Name))
 	}
 	return &transfer.Session{Client: c.Space.Client, Caps: c.Space.Caps, Host: d.Host, Progress: report}, nil

@@ -15,16 +15,11 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// progressInterval spaces progress notifications: enough to draw a bar,
-// few enough that a 1 GiB transfer does not send thousands.
-const progressInterval = 100 * time.Millisecond
 
 // Config builds a Server.
 type Config struct {
@@ -139,22 +134,15 @@ func (s *Server) run(ctx context.Context, t *Tool, c *Call) *sdk.CallToolResult 
 }
 
 // progressFunc sends notifications/progress when the call carried a
-// progressToken, at most every progressInterval (and always the last one),
-// or answers nil.
+// progressToken, or answers nil. It sends each one: a tool that reports
+// often spaces its reports itself, and one passing on another server's
+// passes them on as they came.
 func progressFunc(ctx context.Context, req *sdk.CallToolRequest) func(done, total float64, msg string) {
 	tok := req.Params.GetProgressToken()
 	if tok == nil || req.Session == nil {
 		return nil
 	}
-	var mu sync.Mutex
-	var last time.Time
 	return func(done, total float64, msg string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if done < total && time.Since(last) < progressInterval {
-			return
-		}
-		last = time.Now()
 		p := &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: done, Message: msg}
 		if total > 0 {
 			p.Total = total

@@ -48,9 +48,8 @@ type Call struct {
 	// Args are the raw JSON arguments, already checked against the tool's
 	// Schema; {} when the call had none.
 	Args json.RawMessage
-	// Progress reports progress to the caller, at most every
-	// progressInterval (and always the last one); a no-op when the caller
-	// asked for none. Never nil.
+	// Progress reports progress to the caller, each report as it comes; a
+	// no-op when the caller asked for none. Never nil.
 	Progress func(done, total float64, message string)
 	// ProgressAsked says the caller sent a progress token: a tool that
 	// forwards the call to another server asks that one for progress only
