@@ -92,7 +92,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.streams, s.endStreams = context.WithCancel(context.Background())
 	s.conns = newConnTracker(cfg.Conns, s.log, s.metrics)
-	host := Host{Log: s.log, Metrics: s.metrics, Feature: s.featureStatus, MintTicket: s.auth.MintTicket, Session: s.auth.Session}
+	// The mux exists before the services, which may call the daemon's
+	// routes themselves (Host.Handler); it is filled in below.
+	s.mux = http.NewServeMux()
+	host := Host{Log: s.log, Metrics: s.metrics, Feature: s.featureStatus, MintTicket: s.auth.MintTicket, Session: s.auth.Session, Handler: s.mux}
 	s.routes = s.systemRoutes()
 	for _, newService := range cfg.Services {
 		svc, err := newService(host)
@@ -110,7 +113,6 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.routes = append(s.routes, svc.Routes()...)
 	}
-	s.mux = http.NewServeMux()
 	seen := map[string]bool{}
 	for _, rt := range s.routes {
 		pattern := rt.Method + " " + rt.Path

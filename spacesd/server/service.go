@@ -77,6 +77,11 @@ type Host struct {
 	// (CallerOf(ctx).Generation): it ends, with cause ErrTokenRotated,
 	// when that token is rotated away. end must be called when done.
 	Session func(parent context.Context, generation uint64) (ctx context.Context, end context.CancelCauseFunc)
+	// Handler is the daemon's whole HTTP surface, auth and all, for a
+	// service that calls the daemon's own routes in process (the MCP
+	// tools, which are the bridge's tools over the daemon itself). It
+	// serves once New has returned.
+	Handler http.Handler
 }
 
 // Metrics is where a service counts what it does.
