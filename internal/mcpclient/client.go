@@ -186,6 +186,10 @@ func (s *Session) Call(ctx context.Context, method string, params any, progress 
 	jid, _ := jsonrpc.MakeID(float64(id))
 	if err := s.conn.Write(ctx, &jsonrpc.Request{ID: jid, Method: method, Params: p}); err != nil {
 		if ctx.Err() != nil {
+			// Over HTTP a write lasts until the answer's headers come, which
+			// a server streaming its answer may send only with its first
+			// event: the request may well be running there.
+			s.cancel(ctx, id)
 			return nil, ctx.Err()
 		}
 		s.end(fmt.Errorf("%w: write %s: %v", ErrClosed, method, err))
@@ -204,13 +208,18 @@ func (s *Session) Call(ctx context.Context, method string, params any, progress 
 	case <-s.done:
 		return nil, s.Err()
 	case <-ctx.Done():
-		// Best effort, and never longer than the caller waits: the server
-		// stops the work if it hears this.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelNotifyTimeout)
-		defer cancel()
-		_ = s.notify(cctx, "notifications/cancelled", map[string]any{"requestId": id, "reason": context.Cause(ctx).Error()})
+		s.cancel(ctx, id)
 		return nil, ctx.Err()
 	}
+}
+
+// cancel tells the server that the caller left request id (whose ctx
+// ended): best effort, bounded by cancelNotifyTimeout. The server stops the
+// work if it hears this, and ignores an id it does not know.
+func (s *Session) cancel(ctx context.Context, id int64) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelNotifyTimeout)
+	defer cancel()
+	_ = s.notify(cctx, "notifications/cancelled", map[string]any{"requestId": id, "reason": context.Cause(ctx).Error()})
 }
 
 // forget drops a finished call's bookkeeping.

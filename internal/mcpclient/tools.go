@@ -40,7 +40,10 @@ func ConnectHTTP(ctx context.Context, endpoint string, hc *http.Client, o Option
 	return Connect(ctx, t, o, vt.set)
 }
 
-// versionTransport adds Mcp-Protocol-Version once a revision is agreed.
+// versionHeader names a request's revision in streamable HTTP.
+const versionHeader = "Mcp-Protocol-Version"
+
+// versionTransport sets Mcp-Protocol-Version to the revision agreed.
 type versionTransport struct {
 	base    http.RoundTripper
 	mu      sync.Mutex
@@ -57,9 +60,17 @@ func (t *versionTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	t.mu.Lock()
 	v := t.version
 	t.mu.Unlock()
-	if v != "" && r.Header.Get("Mcp-Protocol-Version") == "" {
+	// The SDK's transport names a revision of its own (its newest) when
+	// its client did not initialize the session, as here: the header is
+	// ours to set. Before initialize is answered there is none to name
+	// (initialize carries its revision in its params).
+	if r.Header.Get(versionHeader) != v {
 		r = r.Clone(r.Context())
-		r.Header.Set("Mcp-Protocol-Version", v)
+		if v == "" {
+			r.Header.Del(versionHeader)
+		} else {
+			r.Header.Set(versionHeader, v)
+		}
 	}
 	return t.base.RoundTrip(r)
 }
