@@ -28,6 +28,7 @@ import (
 	"github.com/trycua/cua-spacesd/spacesd/daemon"
 	"github.com/trycua/cua-spacesd/spacesd/doctor"
 	"github.com/trycua/cua-spacesd/spacesd/filesvc"
+	"github.com/trycua/cua-spacesd/spacesd/mcpsvc"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 )
 
@@ -73,6 +74,7 @@ func serve(args []string, stderr io.Writer) int {
 	display := fs.String("display", os.Getenv("DISPLAY"), "X display for the desktop features")
 	xvfb := fs.Bool("xvfb", false, "without a display, start a private Xvfb + openbox for the desktop features")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	mcpConfig := fs.String("mcp-config", "", "file declaring the image's MCP services (JSON, mcpServers), reached through the mcp tools list_tools and call_tool")
 	stateDir := fs.String("state-dir", filesvc.DefaultStateDir(), "where unfinished uploads and temp files are recorded, to survive a restart (\"\" = nowhere)")
 	var po process.Options
 	fs.StringVar(&po.Containment, "containment", process.ContainmentAuto,
@@ -111,6 +113,13 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
 		return 2
 	}
+	var mcpOpts mcpsvc.Options
+	if *mcpConfig != "" {
+		if mcpOpts.Config, err = mcpsvc.LoadConfig(*mcpConfig); err != nil {
+			fmt.Fprintf(stderr, "cua-spacesd: --mcp-config: %v\n", err)
+			return 2
+		}
+	}
 	var xauthority string
 	if *xvfb && *display == "" {
 		v, xauth, err := startVirtual(log)
@@ -124,7 +133,7 @@ func serve(args []string, stderr io.Writer) int {
 		log.Info("started a virtual display", "display", *display)
 	}
 	srv, err := daemon.New(daemon.Options{Version: version, Auth: auth, Logger: log, Display: *display, Xauthority: xauthority,
-		Process: po, Files: filesvc.Options{StateDir: *stateDir}, Stream: media.options(addr)})
+		Process: po, Files: filesvc.Options{StateDir: *stateDir}, Stream: media.options(addr), MCP: mcpOpts})
 	if err != nil {
 		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
 		return 1

@@ -122,7 +122,7 @@ func (d *Deps) space(ctx context.Context, id string, need []api.Feature) (*space
 	if err := caps.Require(need...); err != nil {
 		return nil, err
 	}
-	return &spacetools.Space{ID: id, Client: client, Caps: caps}, nil
+	return &spacetools.Space{ID: id, Client: client, Caps: caps, Services: daemonServices{client}}, nil
 }
 
 // capabilities returns the Space's capabilities, cached for capsTTL.

@@ -167,6 +167,23 @@ func (s *Server) EndSession(id string) {
 	}
 }
 
+// SessionIDs are the ids of the sessions open.
+func (s *Server) SessionIDs() map[string]bool {
+	ids := map[string]bool{}
+	for ss := range s.server.Sessions() {
+		ids[ss.ID()] = true
+	}
+	return ids
+}
+
+// CloseSessions ends every session, at the server's end: a client that
+// never said DELETE would otherwise hold one (and its goroutines) open.
+func (s *Server) CloseSessions() {
+	for ss := range s.server.Sessions() {
+		_ = ss.Close()
+	}
+}
+
 func writeViolation(w http.ResponseWriter, v *Violation, status int) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(v.Response())))

@@ -63,6 +63,8 @@ type Space struct {
 	ID     string
 	Client *client.Client
 	Caps   *api.Capabilities
+	// Services are the Space's MCP services (list_tools, call_tool).
+	Services Services
 }
 
 // All returns every tool over one Space, sorted by name.
@@ -75,6 +77,7 @@ func All() []*Tool {
 		spaceTypeTool(), spacePressKeyTool(),
 		spaceWindowTool(), spaceClipboardGetTool(), spaceClipboardSetTool(),
 		spaceProcessStartTool(), spaceProcessOutputTool(), spaceProcessInputTool(), spaceProcessSignalTool(), spaceProcessesTool(),
+		listToolsTool(), callToolTool(),
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
 	return ts

@@ -14,6 +14,7 @@ import (
 	"github.com/trycua/cua-spacesd/capabilities/process"
 	"github.com/trycua/cua-spacesd/spacesd/desktopsvc"
 	"github.com/trycua/cua-spacesd/spacesd/filesvc"
+	"github.com/trycua/cua-spacesd/spacesd/mcpsvc"
 	"github.com/trycua/cua-spacesd/spacesd/procsvc"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 	"github.com/trycua/cua-spacesd/spacesd/streamsvc"
@@ -37,6 +38,8 @@ type Options struct {
 	Files filesvc.Options
 	// Stream says where the streams' media travels (UDP port, ICE-TCP, NAT).
 	Stream streamsvc.Options
+	// MCP declares the image's MCP services (its Version defaults to Version).
+	MCP mcpsvc.Options
 }
 
 // New builds the daemon's server with every service.
@@ -55,6 +58,9 @@ func New(o Options) (*server.Server, error) {
 		po.Xauthority = o.Xauthority
 	}
 	procs := process.NewManager(po)
+	if o.MCP.Version == "" {
+		o.MCP.Version = o.Version
+	}
 	desk := desktop.New(desktop.Options{
 		Display:    o.Display,
 		Xauthority: o.Xauthority,
@@ -73,6 +79,9 @@ func New(o Options) (*server.Server, error) {
 			// After the desktop service, which owns desk: services close in
 			// reverse order, so the streams end before the display goes.
 			streamsvc.New(desk, o.Stream),
+			// Last, so it closes first: its stdio services are processes
+			// of procs, stopped gently before the manager kills the rest.
+			mcpsvc.New(procs, o.MCP),
 		},
 	})
 }

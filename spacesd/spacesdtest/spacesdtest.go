@@ -14,6 +14,7 @@ import (
 	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/capabilities/process"
 	"github.com/trycua/cua-spacesd/spacesd/daemon"
+	"github.com/trycua/cua-spacesd/spacesd/mcpsvc"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 	"github.com/trycua/cua-spacesd/spacesd/streamsvc"
 )
@@ -41,6 +42,8 @@ type Options struct {
 	// Stream adjusts the streams; the media UDP socket defaults to a free
 	// port on 127.0.0.1, so that test daemons never share one.
 	Stream streamsvc.Options
+	// MCP declares MCP services and adjusts the MCP endpoint.
+	MCP mcpsvc.Options
 }
 
 // Token returns a fresh random token.
@@ -68,7 +71,7 @@ func Start(t testing.TB, opts Options) *Daemon {
 	if opts.Stream.UDPAddr == "" {
 		opts.Stream.UDPAddr = "127.0.0.1:0"
 	}
-	srv, err := daemon.New(daemon.Options{Version: "test", Auth: auth, Logger: log, Display: opts.Display, Process: opts.Process, Stream: opts.Stream})
+	srv, err := daemon.New(daemon.Options{Version: "test", Auth: auth, Logger: log, Display: opts.Display, Process: opts.Process, Stream: opts.Stream, MCP: opts.MCP})
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)
 	}
