@@ -114,11 +114,13 @@ func (s *Service) Features() map[api.Feature]server.Probe {
 // Limits: MCP's bounds are the transport's own (mcpserve).
 func (s *Service) Limits(*api.Limits) {}
 
-// Close ends the MCP sessions, stops the declared services and closes the
-// in-memory connections.
+// Close stops the declared services and closes the in-memory connections,
+// then ends the MCP sessions. In that order: a session's end waits for its
+// calls in flight, which end only once what they wait on (a service, the
+// daemon's own routes) is gone.
 func (s *Service) Close() {
-	s.mcp.CloseSessions()
-	s.tokens.close()
 	s.reg.close()
 	s.self.close()
+	s.mcp.CloseSessions()
+	s.tokens.close()
 }

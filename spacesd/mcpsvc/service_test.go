@@ -559,3 +559,38 @@ func TestHTTPService(t *testing.T) {
 		}
 	}
 }
+
+// A call in flight to a service does not hold the daemon's shutdown: the
+// service is stopped, which ends the call, and then its session. (Ending
+// the sessions first waited for the call for ever: this test then hung
+// in the daemon's cleanup.) The client here never cancels or leaves.
+func TestShutdownWithCallInFlight(t *testing.T) {
+	// Registered before the daemon's cleanup, so it runs after it: the
+	// call is answered (cut) once the daemon has stopped.
+	answered := make(chan struct{})
+	sent := false
+	t.Cleanup(func() {
+		if sent {
+			<-answered
+		}
+	})
+	e := newEnv(t, service("test", mcptest.ModeServe, ""))
+	sid := e.initialize(t, e.d.Token)
+	body := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"call_tool","arguments":{"service":"test","tool":"slow","arguments":{"steps":100000}}}}`
+	req, _ := http.NewRequest(http.MethodPost, e.d.URL+api.PathMCP, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+e.d.Token)
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	sent = true
+	go func() {
+		defer close(answered)
+		// The daemon's end cuts this request; its error is expected.
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	eventually(t, "slow starts", func() bool { return exists(filepath.Join(e.dir, mcptest.Started)) })
+}
