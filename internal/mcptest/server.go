@@ -84,6 +84,10 @@ func Command() string {
 // float64 and back, it would come out as 9007199254740992.
 const LargeInt = "9007199254740993"
 
+// PartsStructured is the structuredContent of "parts": a large integer,
+// and keys out of order, which a decode and encode would change.
+const PartsStructured = `{"big":` + LargeInt + `,"z":[1,2.5,"x"],"a":{"nested":true}}`
+
 // Parts is what the tool "parts" answers: one part of each kind (a text
 // with characters JSON escapes, an image, audio, an embedded resource and
 // a link), and structuredContent with LargeInt.
@@ -96,7 +100,7 @@ func Parts() *sdk.CallToolResult {
 			&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "file:///notes/a.md", MIMEType: "text/markdown", Text: "# A\n"}},
 			&sdk.ResourceLink{URI: "file:///notes/b.md", Name: "b.md"},
 		},
-		StructuredContent: json.RawMessage(`{"big":` + LargeInt + `,"z":[1,2.5,"x"],"a":{"nested":true}}`),
+		StructuredContent: json.RawMessage(PartsStructured),
 	}
 }
 

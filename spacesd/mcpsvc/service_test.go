@@ -2,7 +2,6 @@ package mcpsvc_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -224,22 +223,7 @@ func TestMCPNeedsTheToken(t *testing.T) {
 func TestCallToolPassesResultsThrough(t *testing.T) {
 	e := newEnv(t, service("test", mcptest.ModeServe, ""))
 	cs := e.client(t, nil)
-	raw := rawCall(t, e, "parts")
-	wantParts, _ := json.Marshal(mcptest.Parts().Content)
-	var got struct {
-		Content           json.RawMessage `json:"content"`
-		StructuredContent json.RawMessage `json:"structuredContent"`
-		IsError           bool            `json:"isError"`
-	}
-	if err := json.Unmarshal(raw, &got); err != nil {
-		t.Fatal(err)
-	}
-	if !jsonEqual(got.Content, wantParts) {
-		t.Fatalf("content\n got %s\nwant %s", got.Content, wantParts)
-	}
-	if want := `{"big":` + mcptest.LargeInt + `,"z":[1,2.5,"x"],"a":{"nested":true}}`; string(got.StructuredContent) != want {
-		t.Fatalf("structuredContent %s, want %s byte for byte", got.StructuredContent, want)
-	}
+	mcptest.CheckParts(t, rawCall(t, e, "parts"))
 	res := call(t, cs, "call_tool", map[string]any{"service": "test", "tool": "fail"})
 	if !res.IsError || textOf(res) != "it failed on purpose" || !reflect.DeepEqual(res.StructuredContent, map[string]any{"reason": "on purpose"}) {
 		t.Fatalf("fail: %+v", res)
@@ -250,21 +234,7 @@ func TestCallToolPassesResultsThrough(t *testing.T) {
 // sid ("" for none), and answers the status, the session id and the body.
 func (e *env) post(t *testing.T, token, sid, body string) (int, string, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, e.d.URL+api.PathMCP, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
-	if sid != "" {
-		req.Header.Set("Mcp-Session-Id", sid)
-		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), b
+	return mcptest.Post(t, e.d.URL+api.PathMCP, token, sid, []byte(body))
 }
 
 // initialize opens a 2025-06-18 session over plain HTTP.
@@ -288,38 +258,7 @@ func rawCall(t *testing.T, e *env, tool string) json.RawMessage {
 // rawCallService is rawCall of a tool of service.
 func rawCallService(t *testing.T, e *env, service, tool string) json.RawMessage {
 	t.Helper()
-	sid := e.initialize(t, e.d.Token)
-	_, _, body := e.post(t, e.d.Token, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"call_tool","arguments":{"service":"`+service+`","tool":"`+tool+`"}}}`)
-	for _, line := range strings.Split(string(body), "\n") {
-		data, ok := strings.CutPrefix(line, "data: ")
-		if !ok {
-			continue
-		}
-		var m struct {
-			ID     int             `json:"id"`
-			Result json.RawMessage `json:"result"`
-		}
-		if json.Unmarshal([]byte(data), &m) == nil && m.ID == 2 {
-			return m.Result
-		}
-	}
-	t.Fatalf("no answer to the call in %s", body)
-	return nil
-}
-
-// jsonEqual compares two JSON texts as values, numbers exactly.
-func jsonEqual(a, b []byte) bool {
-	dec := func(x []byte) any {
-		d := json.NewDecoder(bytes.NewReader(x))
-		d.UseNumber()
-		var v any
-		if d.Decode(&v) != nil {
-			return nil
-		}
-		return v
-	}
-	va, vb := dec(a), dec(b)
-	return va != nil && reflect.DeepEqual(va, vb)
+	return mcptest.RawCall(t, e.d.URL+api.PathMCP, e.d.Token, e.initialize(t, e.d.Token), "call_tool", map[string]any{"service": service, "tool": tool})
 }
 
 // A service killed in the middle of a call fails that call with kind mcp
@@ -409,39 +348,10 @@ func TestServiceThatNeverStarts(t *testing.T) {
 // inside the service.
 func TestProgressAndCancel(t *testing.T) {
 	e := newEnv(t, service("test", mcptest.ModeServe, ""))
-	var mu sync.Mutex
-	var progress []float64
-	cs := e.client(t, &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
-		mu.Lock()
-		progress = append(progress, r.Params.Progress)
-		mu.Unlock()
-	}})
-	params := &sdk.CallToolParams{Name: "call_tool", Arguments: map[string]any{"service": "test", "tool": "slow", "arguments": map[string]any{"steps": 3}}}
-	params.SetProgressToken("p1")
-	res, err := cs.CallTool(t.Context(), params)
-	if err != nil || res.IsError || textOf(res) != "3 steps" {
-		t.Fatalf("slow: %+v %v", res, err)
-	}
-	eventually(t, "three progress notifications", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(progress) == 3 && progress[2] == 3
-	})
-
-	// The first call left its mark: the second must leave its own.
-	if err := os.Remove(filepath.Join(e.dir, mcptest.Started)); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "call_tool", Arguments: map[string]any{"service": "test", "tool": "slow", "arguments": map[string]any{"steps": 100000}}})
-		done <- err
-	}()
-	eventually(t, "slow starts", func() bool { return exists(filepath.Join(e.dir, mcptest.Started)) })
-	cancel()
-	<-done
-	eventually(t, "the service sees the cancellation", func() bool { return exists(filepath.Join(e.dir, mcptest.Cancelled)) })
+	mcptest.ProgressAndCancel(t, e.dir, func(o *sdk.ClientOptions) *sdk.ClientSession { return e.client(t, o) },
+		func(slow map[string]any) *sdk.CallToolParams {
+			return &sdk.CallToolParams{Name: "call_tool", Arguments: map[string]any{"service": "test", "tool": "slow", "arguments": slow}}
+		})
 }
 
 func exists(path string) bool {
@@ -541,16 +451,7 @@ func TestHTTPService(t *testing.T) {
 	if l := listTools(t, cs, "web", ""); l.Count != 6 || l.Services[1].Transport != "http" || l.Services[1].State != "running" {
 		t.Fatalf("list: %+v", l)
 	}
-	raw := rawCallService(t, e, "web", "parts")
-	var got struct {
-		StructuredContent json.RawMessage `json:"structuredContent"`
-	}
-	if err := json.Unmarshal(raw, &got); err != nil {
-		t.Fatal(err)
-	}
-	if want := `{"big":` + mcptest.LargeInt + `,"z":[1,2.5,"x"],"a":{"nested":true}}`; string(got.StructuredContent) != want {
-		t.Fatalf("structuredContent %s, want %s byte for byte", got.StructuredContent, want)
-	}
+	mcptest.CheckParts(t, rawCallService(t, e, "web", "parts"))
 	mu.Lock()
 	defer mu.Unlock()
 	for _, a := range auth {
