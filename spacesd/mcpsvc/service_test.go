@@ -495,3 +495,43 @@ func TestShutdownWithCallInFlight(t *testing.T) {
 	}()
 	eventually(t, "slow starts", func() bool { return exists(filepath.Join(e.dir, mcptest.Started)) })
 }
+
+// A client's standalone SSE stream (GET /mcp), which MCP clients hold open
+// for good, ends when the daemon's shutdown starts: it held the graceful
+// shutdown to its timeout before ("graceful shutdown ran out of time").
+func TestShutdownEndsStandaloneStream(t *testing.T) {
+	logs := &syncBuffer{}
+	streamEnded := make(chan struct{})
+	opened := false
+	// Registered before the daemon's cleanup, so it runs after it.
+	t.Cleanup(func() {
+		if !opened {
+			return
+		}
+		<-streamEnded
+		if strings.Contains(logs.String(), "ran out of time") {
+			t.Errorf("the shutdown waited for the MCP stream:\n%s", logs.String())
+		}
+	})
+	e := &env{logs: logs}
+	e.d = spacesdtest.Start(t, spacesdtest.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	sid := e.initialize(t, e.d.Token)
+	req, _ := http.NewRequest(http.MethodGet, e.d.URL+api.PathMCP, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+e.d.Token)
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /mcp: %d", resp.StatusCode)
+	}
+	opened = true
+	go func() {
+		defer close(streamEnded)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}()
+}

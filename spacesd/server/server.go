@@ -408,6 +408,11 @@ func (s *Server) wrap(rt Route) http.Handler {
 				return
 			}
 		}
+		if rt.Stream && rec.endStream != nil {
+			// An answer that streams without a hijack (SSE) would hold a
+			// graceful shutdown to its end: it ends as a WebSocket does.
+			rec.unlink = context.AfterFunc(rec.shutdown, rec.endStream)
+		}
 		rt.Handler(rec, r)
 	})
 }

@@ -57,6 +57,11 @@ type Route struct {
 	// anything. Wrong credentials are refused at the upgrade all the same,
 	// and a request that is no upgrade needs them as on any route.
 	InBandAuth bool
+	// Stream routes answer with a stream that lasts as long as its client
+	// keeps it (server-sent events) rather than a response: the request's
+	// context ends when a shutdown starts, as a WebSocket stream's does,
+	// instead of holding the graceful shutdown to its timeout.
+	Stream bool
 	// Ticket is the scope of the tickets the route accepts besides the
 	// token (TicketScopeStream); "" = the token only. The handler finds
 	// the ticket's claims with CallerOf and enforces its target and mode.
