@@ -535,3 +535,49 @@ func TestShutdownEndsStandaloneStream(t *testing.T) {
 		resp.Body.Close()
 	}()
 }
+
+// Calls that come while a service starts wait for that start, and share
+// its failure: the service is started once, not once per waiting call
+// (each of which would then wait out the bound again, in turn).
+func TestCallsShareAFailedStart(t *testing.T) {
+	e := newEnv(t, service("mute", mcptest.ModeMute, "", func(c *mcpsvc.ServiceConfig) { c.InitTimeout = 5 * time.Second }))
+	cs := e.client(t, nil)
+	const calls = 3
+	errs := make(chan string, calls)
+	callMute := func() {
+		res, err := cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "call_tool", Arguments: map[string]any{"service": "mute", "tool": "echo"}})
+		switch {
+		case err != nil:
+			errs <- err.Error()
+		case !res.IsError || kindOf(res) != string(api.KindMCP):
+			errs <- "not kind mcp: " + textOf(res)
+		default:
+			errs <- ""
+		}
+	}
+	starts := func() (n int) {
+		procs, err := e.d.Client.Processes(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range procs {
+			if p.Tag == "mcp:mute" {
+				n++
+			}
+		}
+		return n
+	}
+	go callMute()
+	eventually(t, "the service starts", func() bool { return starts() == 1 })
+	for range calls - 1 {
+		go callMute()
+	}
+	for range calls {
+		if msg := <-errs; msg != "" {
+			t.Error(msg)
+		}
+	}
+	if n := starts(); n != 1 {
+		t.Fatalf("the service was started %d times for %d calls during one start", n, calls)
+	}
+}

@@ -66,7 +66,7 @@ type supervisor struct {
 
 	mu        sync.Mutex
 	run       *run          // the running session, nil when none
-	starting  chan struct{} // closed when the start in progress ends
+	starting  *startAttempt // the start in progress, nil when none
 	failed    bool
 	lastErr   string
 	crashes   int       // failures in a row
@@ -74,6 +74,13 @@ type supervisor struct {
 	notBefore time.Time // no start before this (backoff)
 	inflight  int
 	idle      *time.Timer
+}
+
+// startAttempt is a start of the service in progress, which the calls that come
+// meanwhile wait for.
+type startAttempt struct {
+	done chan struct{}
+	err  error // why it failed, set before done is closed
 }
 
 // run is one session with the service: for a stdio service, one process.
@@ -130,10 +137,15 @@ func (s *supervisor) acquire(ctx context.Context) (*run, func(), error) {
 			s.mu.Unlock()
 			return r, s.release, nil
 		}
-		if ch := s.starting; ch != nil {
+		if st := s.starting; st != nil {
 			s.mu.Unlock()
 			select {
-			case <-ch:
+			case <-st.done:
+				// A start that failed fails its waiters too: each starting
+				// again in turn would hold the last of them many bounds.
+				if st.err != nil {
+					return nil, nil, st.err
+				}
 				continue
 			case <-ctx.Done():
 				return nil, nil, ctx.Err()
@@ -154,14 +166,14 @@ func (s *supervisor) acquire(ctx context.Context) (*run, func(), error) {
 				return nil, nil, ctx.Err()
 			}
 		}
-		ch := make(chan struct{})
-		s.starting = ch
+		st := &startAttempt{done: make(chan struct{})}
+		s.starting = st
 		s.mu.Unlock()
 
 		r, err := s.start()
 		s.mu.Lock()
-		s.starting = nil
-		close(ch)
+		s.starting, st.err = nil, err
+		close(st.done)
 		if err != nil {
 			s.failedLocked(err.Error(), time.Time{})
 			s.mu.Unlock()
