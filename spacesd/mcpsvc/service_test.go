@@ -189,6 +189,12 @@ func TestBuiltinService(t *testing.T) {
 	if res.IsError || !strings.Contains(textOf(res), "via call_tool") {
 		t.Fatalf("call_tool spacesd space_bash: %+v", res)
 	}
+	// call_tool does not call itself (a chain of them would recurse as
+	// deep as its arguments nest).
+	res = call(t, cs, "call_tool", map[string]any{"tool": "call_tool", "arguments": map[string]any{"tool": "space_bash"}})
+	if !res.IsError || kindOf(res) != string(api.KindInvalidArgument) {
+		t.Fatalf("call_tool of call_tool: %+v", res)
+	}
 	// A tool needing a feature the daemon lacks (no display) says so.
 	res = call(t, cs, "space_screenshot", nil)
 	if !res.IsError || kindOf(res) != string(api.KindCapabilityMissing) {

@@ -12,6 +12,9 @@ import (
 	"github.com/trycua/cua-spacesd/internal/spacetools"
 )
 
+// callToolName is the tool call_tool, which does not call itself.
+const callToolName = "call_tool"
+
 // registry holds the daemon's MCP services: the built-in one (the daemon's
 // own MCP server) and the declared ones.
 type registry struct {
@@ -91,6 +94,11 @@ func (c callServices) ListTools(ctx context.Context, service, name string) (*spa
 
 func (c callServices) CallTool(ctx context.Context, call spacetools.ToolCall) (json.RawMessage, error) {
 	if call.Service == spacetools.BuiltinService {
+		if call.Tool == callToolName {
+			// One call_tool inside another gains nothing, and a chain of
+			// them is a recursion as deep as its arguments nest.
+			return nil, api.Errorf(api.KindInvalidArgument, "call_tool does not call itself: call %s's tools directly", spacetools.BuiltinService)
+		}
 		mc := &mcpserve.Call{Args: call.Arguments, Progress: call.Progress, ProgressAsked: call.Progress != nil, Header: c.mc.Header}
 		return c.r.builtin.CallTool(ctx, call.Tool, mc)
 	}
