@@ -25,6 +25,7 @@ import (
 	"github.com/trycua/cua-spacesd/bridge/registry"
 	"github.com/trycua/cua-spacesd/bridge/tools"
 	"github.com/trycua/cua-spacesd/internal/mcpserve"
+	"github.com/trycua/cua-spacesd/internal/mcptest"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -207,15 +208,7 @@ func checkOutput(t testing.TB, name string, res *sdk.CallToolResult) {
 	}
 }
 
-func text(r *sdk.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range r.Content {
-		if tc, ok := c.(*sdk.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
+func text(r *sdk.CallToolResult) string { return mcptest.Text(r) }
 
 // structured decodes structuredContent into v.
 func structured(t testing.TB, r *sdk.CallToolResult, v any) {

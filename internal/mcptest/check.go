@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func ProgressAndCancel(t *testing.T, dir string, connect func(*sdk.ClientOptions
 	params := reach(map[string]any{"steps": 3})
 	params.SetProgressToken("p1")
 	res, err := cs.CallTool(t.Context(), params)
-	if err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].(*sdk.TextContent).Text != "3 steps" {
+	if err != nil || res.IsError || Text(res) != "3 steps" {
 		t.Fatalf("slow: %+v %v", res, err)
 	}
 	eventually(t, "three progress notifications", func() bool {
@@ -71,4 +72,15 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// Text joins the text parts of a result.
+func Text(r *sdk.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if t, ok := c.(*sdk.TextContent); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
 }

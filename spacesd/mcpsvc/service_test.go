@@ -1,7 +1,6 @@
 package mcpsvc_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -36,24 +35,7 @@ func TestMain(m *testing.M) {
 type env struct {
 	d    *spacesdtest.Daemon
 	dir  string // the test server's marks
-	logs *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs *spacesdtest.Logs
 }
 
 // service declares the test server as a service named name in mode.
@@ -70,7 +52,7 @@ func service(name, mode, dir string, adjust ...func(*mcpsvc.ServiceConfig)) mcps
 
 func newEnv(t *testing.T, services ...mcpsvc.ServiceConfig) *env {
 	t.Helper()
-	e := &env{dir: t.TempDir(), logs: &syncBuffer{}}
+	e := &env{dir: t.TempDir(), logs: &spacesdtest.Logs{}}
 	for i := range services {
 		if services[i].Env[mcptest.EnvDir] == "" && services[i].Env != nil {
 			services[i].Env[mcptest.EnvDir] = e.dir
@@ -112,16 +94,6 @@ func call(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any)
 		t.Fatalf("%s: %v", name, err)
 	}
 	return res
-}
-
-func textOf(r *sdk.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range r.Content {
-		if t, ok := c.(*sdk.TextContent); ok {
-			b.WriteString(t.Text)
-		}
-	}
-	return b.String()
 }
 
 func kindOf(r *sdk.CallToolResult) string {
@@ -186,7 +158,7 @@ func TestBuiltinService(t *testing.T) {
 	}
 	// The built-in service answers through call_tool too.
 	res = call(t, cs, "call_tool", map[string]any{"tool": "space_bash", "arguments": map[string]any{"command": "echo via call_tool"}})
-	if res.IsError || !strings.Contains(textOf(res), "via call_tool") {
+	if res.IsError || !strings.Contains(mcptest.Text(res), "via call_tool") {
 		t.Fatalf("call_tool spacesd space_bash: %+v", res)
 	}
 	// call_tool does not call itself (a chain of them would recurse as
@@ -231,7 +203,7 @@ func TestCallToolPassesResultsThrough(t *testing.T) {
 	cs := e.client(t, nil)
 	mcptest.CheckParts(t, rawCall(t, e, "parts"))
 	res := call(t, cs, "call_tool", map[string]any{"service": "test", "tool": "fail"})
-	if !res.IsError || textOf(res) != "it failed on purpose" || !reflect.DeepEqual(res.StructuredContent, map[string]any{"reason": "on purpose"}) {
+	if !res.IsError || mcptest.Text(res) != "it failed on purpose" || !reflect.DeepEqual(res.StructuredContent, map[string]any{"reason": "on purpose"}) {
 		t.Fatalf("fail: %+v", res)
 	}
 }
@@ -272,15 +244,15 @@ func rawCallService(t *testing.T, e *env, service, tool string) json.RawMessage 
 func TestCrashedServiceRestarts(t *testing.T) {
 	e := newEnv(t, service("test", mcptest.ModeServe, ""))
 	cs := e.client(t, nil)
-	if res := call(t, cs, "call_tool", map[string]any{"service": "test", "tool": "echo", "arguments": map[string]any{"text": "one"}}); textOf(res) != "one" {
+	if res := call(t, cs, "call_tool", map[string]any{"service": "test", "tool": "echo", "arguments": map[string]any{"text": "one"}}); mcptest.Text(res) != "one" {
 		t.Fatalf("echo: %+v", res)
 	}
 	res := call(t, cs, "call_tool", map[string]any{"service": "test", "tool": "crash"})
-	if !res.IsError || kindOf(res) != string(api.KindMCP) || !strings.Contains(textOf(res), "exited with status 3") ||
-		!strings.Contains(textOf(res), "crashing on purpose") {
+	if !res.IsError || kindOf(res) != string(api.KindMCP) || !strings.Contains(mcptest.Text(res), "exited with status 3") ||
+		!strings.Contains(mcptest.Text(res), "crashing on purpose") {
 		t.Fatalf("crash: %+v", res)
 	}
-	if res := call(t, cs, "call_tool", map[string]any{"service": "test", "tool": "echo", "arguments": map[string]any{"text": "two"}}); textOf(res) != "two" {
+	if res := call(t, cs, "call_tool", map[string]any{"service": "test", "tool": "echo", "arguments": map[string]any{"text": "two"}}); mcptest.Text(res) != "two" {
 		t.Fatalf("echo after the crash: %+v", res)
 	}
 	list := listTools(t, cs, "test", "")
@@ -293,7 +265,7 @@ func listTools(t *testing.T, cs *sdk.ClientSession, service, name string) spacet
 	t.Helper()
 	res := call(t, cs, "list_tools", map[string]any{"service": service, "name": name})
 	if res.IsError {
-		t.Fatalf("list_tools: %s", textOf(res))
+		t.Fatalf("list_tools: %s", mcptest.Text(res))
 	}
 	var l spacetools.ToolList
 	b, _ := json.Marshal(res.StructuredContent)
@@ -322,7 +294,7 @@ func TestListTools(t *testing.T) {
 		t.Fatalf("built-in list by name: %+v", l)
 	}
 	res := call(t, cs, "list_tools", map[string]any{"service": "nope"})
-	if !res.IsError || kindOf(res) != string(api.KindNotFound) || !strings.Contains(textOf(res), "spacesd, test") {
+	if !res.IsError || kindOf(res) != string(api.KindNotFound) || !strings.Contains(mcptest.Text(res), "spacesd, test") {
 		t.Fatalf("unknown service: %+v", res)
 	}
 }
@@ -338,8 +310,8 @@ func TestServiceThatNeverStarts(t *testing.T) {
 		"gone": "exited with status 7 before answering initialize; its stderr ends: mcptest: exiting at once, on purpose",
 	} {
 		res := call(t, cs, "call_tool", map[string]any{"service": name, "tool": "echo"})
-		if !res.IsError || kindOf(res) != string(api.KindMCP) || !strings.Contains(textOf(res), want) {
-			t.Errorf("%s: %s, want kind mcp saying %q", name, textOf(res), want)
+		if !res.IsError || kindOf(res) != string(api.KindMCP) || !strings.Contains(mcptest.Text(res), want) {
+			t.Errorf("%s: %s, want kind mcp saying %q", name, mcptest.Text(res), want)
 		}
 	}
 	l := listTools(t, cs, "spacesd", "none")
@@ -373,7 +345,7 @@ func TestStderrProcessAndIdle(t *testing.T) {
 	cs := e.client(t, nil)
 	res := call(t, cs, "call_tool", map[string]any{"service": "test", "tool": "stderr", "arguments": map[string]any{"line": "a line for the log"}})
 	if res.IsError {
-		t.Fatalf("stderr: %s", textOf(res))
+		t.Fatalf("stderr: %s", mcptest.Text(res))
 	}
 	eventually(t, "the line in the daemon's log", func() bool {
 		for _, l := range strings.Split(e.logs.String(), "\n") {
@@ -405,7 +377,7 @@ func TestStderrProcessAndIdle(t *testing.T) {
 		}
 		return false
 	})
-	if res := call(t, cs, "call_tool", map[string]any{"service": "test", "tool": "echo", "arguments": map[string]any{"text": "back"}}); textOf(res) != "back" {
+	if res := call(t, cs, "call_tool", map[string]any{"service": "test", "tool": "echo", "arguments": map[string]any{"text": "back"}}); mcptest.Text(res) != "back" {
 		t.Fatalf("echo after the idle stop: %+v", res)
 	}
 	if l := listTools(t, cs, "test", "none"); l.Services[1].Restarts != 0 {
@@ -506,7 +478,7 @@ func TestShutdownWithCallInFlight(t *testing.T) {
 // for good, ends when the daemon's shutdown starts: it held the graceful
 // shutdown to its timeout before ("graceful shutdown ran out of time").
 func TestShutdownEndsStandaloneStream(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &spacesdtest.Logs{}
 	streamEnded := make(chan struct{})
 	opened := false
 	// Registered before the daemon's cleanup, so it runs after it.
@@ -556,7 +528,7 @@ func TestCallsShareAFailedStart(t *testing.T) {
 		case err != nil:
 			errs <- err.Error()
 		case !res.IsError || kindOf(res) != string(api.KindMCP):
-			errs <- "not kind mcp: " + textOf(res)
+			errs <- "not kind mcp: " + mcptest.Text(res)
 		default:
 			errs <- ""
 		}
