@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -16,9 +18,9 @@ const (
 	PathStreamScreen  = "/v1/stream/screen"
 	PathStreamWindow  = "/v1/stream/windows/{id}"
 	PathStreamSession = "/v1/stream/sessions/{id}"
-	// PathViewer is where the built-in viewer page will be served, opened
-	// as PathViewer + "#ticket=...": a fragment never reaches a server's
-	// log. The page itself comes with issue 8.
+	// PathViewer is where the built-in viewer page is served (static
+	// files, no token), opened as PathViewer + "#ticket=...&offer=...": a
+	// fragment never reaches a server or its logs.
 	PathViewer = "/viewer/"
 )
 
@@ -33,12 +35,131 @@ const (
 	MaxTicketTTLSeconds     = 3600
 )
 
+// Ticket renewal: a viewer that opened its stream with a ticket is sent a
+// fresh ticket of the same target and mode (a control message "ticket")
+// when its control channel opens and every TicketRenewalInterval after,
+// each valid for TicketRenewalTTL (or as long as the ticket it came with,
+// if that is longer). A viewer that loses its connection (a network drop,
+// a restart of the daemon) reconnects with it while it is valid; one that
+// closed stops being renewed, and its last renewal dies soon after.
+const (
+	TicketRenewalTTL      = 5 * time.Minute
+	TicketRenewalInterval = time.Minute
+)
+
 // Stream frame rates: the default and the highest a viewer may ask for
 // with ?max_fps=.
 const (
 	DefaultStreamFPS = 30
 	MaxStreamFPS     = 60
 )
+
+// Stream frame sizes a viewer may ask for with ?max_width= and
+// ?max_height=: a bound under MinStreamDimension makes a frame no one can
+// read (and VP8 codes 16x16 blocks), and VP8's header holds 14 bits of
+// each side.
+const (
+	MinStreamDimension = 16
+	MaxStreamDimension = 16383
+)
+
+// The query parameters of a WHEP offer.
+const (
+	QueryMaxFPS    = "max_fps"
+	QueryMaxWidth  = "max_width"
+	QueryMaxHeight = "max_height"
+)
+
+// StreamOptions are what a viewer asks of a stream in its offer's query:
+// ?max_fps=&max_width=&max_height=. A zero field is the default: 30 fps,
+// no bound on a side.
+type StreamOptions struct {
+	MaxFPS    int
+	MaxWidth  int
+	MaxHeight int
+}
+
+// ParseStreamQuery reads the options of an offer's query. Parameters it
+// does not name are left to others (WHEP clients may add their own); a
+// value that is not an integer in its range, or is given twice, is
+// invalid_argument. Defaults are left zero.
+func ParseStreamQuery(q url.Values) (StreamOptions, error) {
+	var o StreamOptions
+	for _, p := range []struct {
+		name   string
+		lo, hi int
+		to     *int
+	}{
+		{QueryMaxFPS, 1, MaxStreamFPS, &o.MaxFPS},
+		{QueryMaxWidth, MinStreamDimension, MaxStreamDimension, &o.MaxWidth},
+		{QueryMaxHeight, MinStreamDimension, MaxStreamDimension, &o.MaxHeight},
+	} {
+		vs, ok := q[p.name]
+		if !ok {
+			continue
+		}
+		if len(vs) != 1 {
+			return StreamOptions{}, Errorf(KindInvalidArgument, "query parameter %s is given %d times: give it once", p.name, len(vs))
+		}
+		v, err := strconv.Atoi(vs[0])
+		if err != nil || v < p.lo || v > p.hi {
+			return StreamOptions{}, Errorf(KindInvalidArgument, "query parameter %s=%.32q must be an integer from %d to %d", p.name, vs[0], p.lo, p.hi)
+		}
+		*p.to = v
+	}
+	return o, nil
+}
+
+// Query is the offer query that asks for o ("" for the defaults), which
+// ParseStreamQuery reads back as o.
+func (o StreamOptions) Query() string {
+	q := url.Values{}
+	for _, p := range []struct {
+		name string
+		v    int
+	}{{QueryMaxFPS, o.MaxFPS}, {QueryMaxWidth, o.MaxWidth}, {QueryMaxHeight, o.MaxHeight}} {
+		if p.v != 0 {
+			q.Set(p.name, strconv.Itoa(p.v))
+		}
+	}
+	return q.Encode()
+}
+
+// StreamScale is the scale of the frames of a w x h target for a viewer
+// that asked for at most maxWidth x maxHeight (0: no bound on that side):
+// num frame pixels per den target pixels on both axes, in lowest terms.
+// The aspect ratio is kept, the tighter bound decides, and a stream is
+// never scaled up: 1/1 when the target fits. The frame is StreamFrameSize.
+//
+// The coordinate rule is a scaled screenshot's: frame pixel x covers
+// target pixels [x*den/num, (x+1)*den/num), and input at frame point x
+// lands on target pixel floor((x+0.5)*den/num).
+func StreamScale(w, h, maxWidth, maxHeight int) (num, den int) {
+	fitsW := maxWidth <= 0 || w <= maxWidth
+	fitsH := maxHeight <= 0 || h <= maxHeight
+	switch {
+	case fitsW && fitsH || w <= 0 || h <= 0:
+		return 1, 1
+	case fitsH || !fitsW && int64(maxWidth)*int64(h) <= int64(maxHeight)*int64(w):
+		num, den = maxWidth, w // the width binds
+	default:
+		num, den = maxHeight, h
+	}
+	a, b := num, den
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return num / a, den / a
+}
+
+// StreamFrameSize is the size of the frames StreamScale gives: each side
+// times num/den rounded down (every frame pixel then covers target pixels
+// only), at least 1.
+func StreamFrameSize(w, h, maxWidth, maxHeight int) Size {
+	num, den := StreamScale(w, h, maxWidth, maxHeight)
+	side := func(v int) int { return int(max(1, int64(v)*int64(num)/int64(den))) }
+	return Size{Width: side(w), Height: side(h)}
+}
 
 // StreamCodec is the only video codec of the streams.
 const StreamCodec = "vp8"
@@ -49,7 +170,9 @@ const StreamCodec = "vp8"
 //   - pointer: unordered without retransmits (maxRetransmits 0); motion,
 //     where only the latest position matters.
 //   - control: keyframe requests and ping/pong for the round-trip time;
-//     the daemon tells the viewer of size changes here.
+//     the daemon tells the viewer of size changes, the pointer and
+//     renewals of its ticket here. Reliable and ordered (the cursor shapes
+//     a viewer keeps depend on it).
 //
 // A view-only viewer's input and pointer channels are closed by the daemon
 // as soon as they open.
@@ -137,13 +260,16 @@ type ViewerInput struct {
 
 // Control message types (channel control). A viewer sends keyframe and
 // ping; the daemon answers pong (echoing id and t, adding its own clock)
-// and sends size when the stream's frame size changes, and error when a
-// message of the viewer failed.
+// and sends size when the stream's frame size changes, cursor when the
+// pointer moves or changes shape, ticket to renew a viewer's ticket, and
+// error when a message of the viewer failed.
 const (
 	ControlKeyframe = "keyframe"
 	ControlPing     = "ping"
 	ControlPong     = "pong"
 	ControlSize     = "size"
+	ControlCursor   = "cursor"
+	ControlTicket   = "ticket"
 	ControlError    = "error"
 )
 
@@ -155,11 +281,51 @@ type ViewerControl struct {
 	ID int64   `json:"id,omitempty"`
 	T  float64 `json:"t,omitempty"`
 	// ServerMS is the daemon's clock (Unix ms) when it answered.
-	ServerMS int64  `json:"server_ms,omitempty"`
-	Width    int    `json:"width,omitempty"`
-	Height   int    `json:"height,omitempty"`
-	Error    *Error `json:"error,omitempty"`
+	ServerMS int64 `json:"server_ms,omitempty"`
+	Width    int   `json:"width,omitempty"`
+	Height   int   `json:"height,omitempty"`
+	// Cursor is the pointer (type cursor).
+	Cursor *ViewerCursor `json:"cursor,omitempty"`
+	// Ticket is a renewal of the viewer's ticket, valid until ExpiresAt
+	// (type ticket; see TicketRenewalTTL).
+	Ticket    string     `json:"ticket,omitempty"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	Error     *Error     `json:"error,omitempty"`
 }
+
+// ViewerCursor is the pointer as the viewer draws it over the video: the
+// stream's frames hold no cursor.
+type ViewerCursor struct {
+	// X and Y are the pointer's position in the stream's pixels (a
+	// window stream's own; the pointer may be outside the window).
+	X int `json:"x"`
+	Y int `json:"y"`
+	// Serial names the shape. A viewer keeps the last MaxCursorShapes
+	// shapes it was sent, by serial, in the order they came; the daemon
+	// sends a shape only with a serial the viewer does not keep.
+	Serial uint32       `json:"serial"`
+	Shape  *CursorShape `json:"shape,omitempty"`
+}
+
+// CursorShape is a cursor's image: its pixel (HotX, HotY) is where the
+// pointer is.
+type CursorShape struct {
+	Width  int `json:"width"`
+	Height int `json:"height"`
+	HotX   int `json:"hot_x"`
+	HotY   int `json:"hot_y"`
+	// PNG is the image (base64 in JSON). It is absent for a cursor too
+	// large to send, which a viewer draws as an ordinary arrow.
+	PNG []byte `json:"png,omitempty"`
+}
+
+// MaxCursorShapes is how many cursor shapes a viewer keeps (see
+// ViewerCursor.Serial); MaxCursorPNGBytes bounds one shape's image, so
+// that its message stays within what every WebRTC stack sends whole.
+const (
+	MaxCursorShapes   = 32
+	MaxCursorPNGBytes = 40 << 10
+)
 
 // maxCoordinate bounds x and y: X11 coordinates are 16-bit.
 const maxCoordinate = 1 << 15

@@ -22,7 +22,9 @@ import (
 const gatherTimeout = 5 * time.Second
 
 // Input is where a viewer's input messages go (the desktop, through
-// XTEST). Close releases what the viewer still holds down.
+// XTEST), with x and y in the target's pixels: the viewer's frame
+// coordinates mapped back when its frames are scaled. Close releases what
+// the viewer still holds down.
 type Input interface {
 	Input(ctx context.Context, m api.ViewerInput) error
 	Close()
@@ -35,11 +37,30 @@ type ViewerOptions struct {
 	// MaxFPS is the frame rate the viewer asks for (the pipeline runs at
 	// the highest of its viewers'); 0 = api.DefaultStreamFPS.
 	MaxFPS int
+	// MaxWidth and MaxHeight bound the viewer's frames (0: no bound): a
+	// target larger is scaled down by api.StreamScale, and the viewers
+	// that ask the same bounds share its pipeline.
+	MaxWidth, MaxHeight int
 	// Input receives the input and pointer messages; nil refuses them.
 	Input Input
 	// OnClose is called once when the viewer ends, with why.
 	OnClose func(error)
+	// Control, when set, runs on a goroutine of its own once the viewer's
+	// control channel is open, until ctx ends with the viewer: it tells
+	// the viewer what the service knows besides pongs and sizes (the
+	// pointer, ticket renewals). send answers ErrControlBusy while the
+	// channel's send buffer is over MaxControlBuffered: a viewer that
+	// falls behind skips what a later message supersedes.
+	Control func(ctx context.Context, send func(api.ViewerControl) error)
 }
+
+// MaxControlBuffered is how much a viewer's control channel may hold
+// unsent before Control's messages are refused (ErrControlBusy).
+const MaxControlBuffered = 256 << 10
+
+// ErrControlBusy is the answer of a Control's send to a viewer that has
+// not taken what it was sent yet.
+var ErrControlBusy = errors.New("the viewer's control channel is full")
 
 // Viewer is one peer connection watching a pipeline.
 type Viewer struct {
@@ -52,6 +73,8 @@ type Viewer struct {
 
 	bitrate atomic.Int64 // the viewer's congestion controller's target, bit/s
 	once    sync.Once
+	// controlOnce starts opts.Control with the first control channel.
+	controlOnce sync.Once
 
 	mu      sync.Mutex
 	control *webrtc.DataChannel
@@ -188,6 +211,18 @@ func (v *Viewer) onDataChannel(dc *webrtc.DataChannel) {
 			if s := v.p.frameSize(); s.X > 0 {
 				v.sendSize(s.X, s.Y)
 			}
+			if v.opts.Control != nil {
+				v.controlOnce.Do(func() {
+					go v.opts.Control(v.ctx, func(m api.ViewerControl) error {
+						if m.Cursor != nil { // in the frame's pixels, as input is
+							c := *m.Cursor
+							c.X, c.Y = v.p.toFrame(c.X, c.Y)
+							m.Cursor = &c
+						}
+						return sendControl(dc, m)
+					})
+				})
+			}
 		})
 		dc.OnMessage(func(m webrtc.DataChannelMessage) { v.onControl(dc, m.Data) })
 	default:
@@ -198,6 +233,10 @@ func (v *Viewer) onDataChannel(dc *webrtc.DataChannel) {
 func (v *Viewer) onInput(dc *webrtc.DataChannel, b []byte) {
 	m, err := api.ParseViewerInput(b)
 	if err == nil {
+		switch m.Type {
+		case api.InputMove, api.InputButton, api.InputScroll:
+			m.X, m.Y = v.p.toTarget(m.X, m.Y)
+		}
 		err = v.opts.Input.Input(v.ctx, m)
 	}
 	if err != nil {
@@ -226,6 +265,22 @@ func (v *Viewer) sendSize(w, h int) {
 	if dc != nil && dc.ReadyState() == webrtc.DataChannelStateOpen {
 		send(dc, api.ViewerControl{Type: api.ControlSize, Width: w, Height: h})
 	}
+}
+
+// sendControl is send for a Control, which learns when the viewer is gone
+// or behind.
+func sendControl(dc *webrtc.DataChannel, m api.ViewerControl) error {
+	if dc.ReadyState() != webrtc.DataChannelStateOpen {
+		return errors.New("the viewer's control channel is closed")
+	}
+	if dc.BufferedAmount() > MaxControlBuffered {
+		return ErrControlBusy
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return dc.SendText(string(b))
 }
 
 func send(dc *webrtc.DataChannel, m api.ViewerControl) {

@@ -17,6 +17,7 @@ import (
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/media/rtc"
+	"github.com/trycua/cua-spacesd/media/viewer"
 	"github.com/trycua/cua-spacesd/media/vp8"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 )
@@ -40,8 +41,12 @@ type Options struct {
 // Metrics of the stream service.
 const (
 	MetricCaptures = "cua_spacesd_stream_captures_total"
-	MetricStreams  = "cua_spacesd_streams"
-	MetricViewers  = "cua_spacesd_stream_viewers"
+	// MetricStreams counts the pipelines (one encoder each): one per
+	// target and frame size watched; MetricSources the targets captured,
+	// one capture each whatever the sizes.
+	MetricStreams = "cua_spacesd_streams"
+	MetricSources = "cua_spacesd_stream_sources"
+	MetricViewers = "cua_spacesd_stream_viewers"
 	// Frames sent, keyframes among them, their bytes, and the encoder's
 	// time on them (seconds).
 	MetricFrames       = "cua_spacesd_stream_frames_total"
@@ -58,6 +63,7 @@ type Service struct {
 	d        *desktop.Desktop
 	log      *slog.Logger
 	engine   *rtc.Engine // nil when the media cannot run (see limitation)
+	page     *viewer.Handler
 	conns    []interface{ Close() error }
 	captures server.Counter
 	// limitation says why the streams cannot run ("" when they can).
@@ -81,9 +87,10 @@ type session struct {
 func New(d *desktop.Desktop, o Options) server.NewService {
 	return func(h server.Host) (server.Service, error) {
 		s := &Service{host: h, d: d, log: h.Log.With("service", "stream"), sessions: map[string]session{},
-			captures: h.Metrics.Counter(MetricCaptures)}
+			captures: h.Metrics.Counter(MetricCaptures), page: viewer.New()}
 		s.base, s.stop = context.WithCancel(context.Background())
 		h.Metrics.Gauge(MetricStreams, func() float64 { return float64(s.streams()) })
+		h.Metrics.Gauge(MetricSources, func() float64 { return float64(s.sources()) })
 		h.Metrics.Gauge(MetricViewers, func() float64 { return float64(s.viewers()) })
 		if !vp8.Available {
 			s.limitation = vp8.Limitation
@@ -162,6 +169,7 @@ func (s *Service) Routes() []server.Route {
 		{Method: http.MethodPost, Path: api.PathStreamWindow, Feature: api.FeatureWindowStream, Body: api.ContentTypeSDP,
 			Ticket: server.TicketScopeStream, Handler: s.offerWindow},
 		{Method: http.MethodDelete, Path: api.PathStreamSession, Ticket: server.TicketScopeStream, Handler: s.deleteSession},
+		s.viewerRoute(),
 	}
 }
 
@@ -205,6 +213,13 @@ func (s *Service) streams() int {
 		return 0
 	}
 	return s.engine.Streams()
+}
+
+func (s *Service) sources() int {
+	if s.engine == nil {
+		return 0
+	}
+	return s.engine.Captures()
 }
 
 func (s *Service) viewers() int {
