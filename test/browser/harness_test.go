@@ -3,6 +3,7 @@ package browser_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/input"
@@ -346,16 +348,25 @@ func (p *page) connect(url string) {
 	})()`)
 }
 
-// waitFor polls a boolean expression until it holds.
+// waitFor polls a boolean expression until it holds. A poll that the
+// page's navigation cut short (the viewer reloads itself for a new link)
+// is asked again of the new document.
 func (p *page) waitFor(what, expr string) {
 	p.t.Helper()
 	desktoptest.EventuallyWithin(p.t, what, pageTimeout, func() bool {
 		var ok bool
-		if err := p.eval(expr, &ok); err != nil {
+		if err := p.eval(expr, &ok); err != nil && !navigatedAway(err) {
 			p.t.Fatal(err)
 		}
 		return ok
 	})
+}
+
+// navigatedAway tells Chromium's answer to an evaluation whose document
+// went away under it (-32000).
+func navigatedAway(err error) bool {
+	var e *cdproto.Error
+	return errors.As(err, &e) && e.Message == "Inspected target navigated or closed"
 }
 
 // state is the viewer's connection state (body's data-state).
