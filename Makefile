@@ -62,3 +62,14 @@ cross:
 
 clean:
 	rm -rf bin
+
+# ---- release (issue 12) ----------------------------------------------------
+# make release VERSION=v1.2.3 [DIST=dist]: cua-spacesd and cua-bridge for
+# linux (static; cua-spacesd with the VP8 encoder, arm64 through Debian's
+# cross compiler and libvpx-dev:arm64) and darwin (CGO_ENABLED=0), amd64 and
+# arm64, with SHA256SUMS; the same bytes on every run (scripts/release.sh).
+DIST ?= dist
+.PHONY: release
+release:
+	@if [ "$(origin VERSION)" = file ]; then echo "release: give the version: make release VERSION=v1.2.3" >&2; exit 2; fi
+	GO=$(GO) VERSION='$(VERSION)' DIST='$(DIST)' sh scripts/release.sh
