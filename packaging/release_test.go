@@ -73,6 +73,7 @@ func TestRelease(t *testing.T) {
 		t.Fatalf("dist holds %v, want %v", got, want)
 	}
 	checkSums(t, first, sums)
+	checkInstall(t, first)
 
 	for _, a := range linuxArches {
 		for _, prog := range []string{"cua-spacesd", "cua-bridge"} {
@@ -123,6 +124,48 @@ func releaseArtifacts() []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// checkInstall: install.sh takes this machine's binary from a release
+// directory once it matches SHA256SUMS, and refuses one that does not, or
+// a directory without sums.
+func checkInstall(t *testing.T, dist string) {
+	t.Helper()
+	name := "cua-spacesd-linux-" + runtime.GOARCH
+	install := func(dir string) (string, error) {
+		cmd := exec.CommandContext(t.Context(), "sh", "install.sh", dir)
+		cmd.Env = append(childEnv(), "CUA_INSTALL_CHECK_ONLY=1")
+		out, err := cmd.CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	if got, err := install(dist); err != nil || got != filepath.Join(dist, name) {
+		t.Errorf("install.sh %s: %q, %v; want %s", dist, got, err, filepath.Join(dist, name))
+	}
+
+	altered := filepath.Join(t.TempDir(), "altered")
+	missing := filepath.Join(t.TempDir(), "nosums")
+	for _, dir := range []string{altered, missing} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := copyFile(filepath.Join(dist, name), filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := copyFile(filepath.Join(dist, "SHA256SUMS"), filepath.Join(altered, "SHA256SUMS"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(altered, name), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte{0}) // one byte more: a different binary, still runnable
+	f.Close()
+	for dir, why := range map[string]string{altered: "does not match", missing: "no SHA256SUMS"} {
+		if got, err := install(dir); err == nil || !strings.Contains(got, why) {
+			t.Errorf("install.sh %s: %q, %v; want a refusal saying %q", dir, got, err, why)
+		}
+	}
 }
 
 // checkLinuxSpacesd runs a linux cua-spacesd (through emulator, when
