@@ -114,17 +114,23 @@ func Main(args []string, stdout, stderr io.Writer, version string) int {
 		return 2
 	}
 	rep := Run(context.Background(), o, Checks, version)
-	if *asJSON {
+	return answer(stdout, stderr, "doctor", *asJSON, rep, func(w io.Writer) { WriteHuman(w, rep) }, rep.OK)
+}
+
+// answer prints a subcommand's result, as indented JSON or for a person,
+// and answers its exit code: 0 when ok, 1 when not, 2 when it cannot print.
+func answer(stdout, stderr io.Writer, cmd string, asJSON bool, result any, human func(io.Writer), ok bool) int {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintf(stderr, "cua-spacesd doctor: %v\n", err)
+		if err := enc.Encode(result); err != nil {
+			fmt.Fprintf(stderr, "cua-spacesd %s: %v\n", cmd, err)
 			return 2
 		}
 	} else {
-		WriteHuman(stdout, rep)
+		human(stdout)
 	}
-	if !rep.OK {
+	if !ok {
 		return 1
 	}
 	return 0

@@ -2,7 +2,6 @@ package doctor
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -45,20 +44,7 @@ func SelfTestMain(args []string, stdout, stderr io.Writer, version string) int {
 	if err != nil {
 		res.Error = err.Error()
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
-			fmt.Fprintf(stderr, "cua-spacesd selftest: %v\n", err)
-			return 2
-		}
-	} else {
-		writeSelfTest(stdout, res)
-	}
-	if !res.OK {
-		return 1
-	}
-	return 0
+	return answer(stdout, stderr, "selftest", *asJSON, res, func(w io.Writer) { writeSelfTest(w, res) }, res.OK)
 }
 
 func writeSelfTest(w io.Writer, res SelfTestResult) {
