@@ -74,4 +74,7 @@ DIST ?= dist
 .PHONY: release
 release:
 	@if [ "$(origin VERSION)" = file ]; then echo "release: give the version: make release VERSION=v1.2.3" >&2; exit 2; fi
-	GO=$(GO) VERSION='$(VERSION)' DIST='$(DIST)' sh scripts/release.sh
+	GO='$(call shq,$(GO))' VERSION='$(call shq,$(VERSION))' DIST='$(call shq,$(DIST))' sh scripts/release.sh
+# shq escapes a value for single quotes in a recipe: the script, not the
+# shell, then judges what a VERSION holds.
+shq = $(subst ','\'',$(1))

@@ -384,3 +384,48 @@ func output(t *testing.T, name string, args ...string) string {
 	}
 	return string(out)
 }
+
+// TestReleaseRefuses: make release stops before it builds anything, and
+// leaves no dist behind, without a version, with one that would not stamp
+// cleanly, and without the C compiler of a linux encoder build (a release
+// never leaves the encoder out quietly).
+func TestReleaseRefuses(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("make is missing")
+		}
+		t.Skip("no make here")
+	}
+	tests := []struct {
+		name string
+		args []string
+		env  []string
+		want string
+	}{
+		{"no version", nil, nil, "give the version"},
+		{"a space in the version", []string{"VERSION=v1 2"}, nil, "use letters, digits"},
+		{"a quote in the version", []string{"VERSION=v1'"}, nil, "use letters, digits"},
+		{"a flag for a version", []string{"VERSION=-v1"}, nil, "use letters, digits"},
+		{"no compiler for arm64", []string{"VERSION=v1.0.0"}, []string{"CC_arm64=no-such-gcc", "CC_amd64=no-such-gcc"}, "no-such-gcc"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dist := filepath.Join(t.TempDir(), "dist")
+			cmd := exec.CommandContext(t.Context(), "make", append([]string{"-s", "release", "DIST=" + dist}, tt.args...)...)
+			cmd.Dir = ".."
+			cmd.Env = append(slices.DeleteFunc(childEnv(), func(kv string) bool { return strings.HasPrefix(kv, "VERSION=") }), tt.env...)
+			out, err := cmd.CombinedOutput()
+			if err == nil || !strings.Contains(string(out), tt.want) {
+				t.Fatalf("make release %v: %v\n%s\nwant a refusal saying %q", tt.args, err, out, tt.want)
+			}
+			if strings.Contains(string(out), "release: cua-") {
+				t.Errorf("it started building:\n%s", out)
+			}
+			for _, p := range []string{dist, dist + ".tmp"} {
+				if _, err := os.Stat(p); !os.IsNotExist(err) {
+					t.Errorf("%s is there after a refused release (%v)", p, err)
+				}
+			}
+		})
+	}
+}
