@@ -16,9 +16,10 @@
 # What makes the bytes reproducible: the Go toolchain of go.mod (not
 # whichever go is on PATH); -trimpath, -buildvcs=false (the version is
 # what -X stamps, not the state of a checkout) and an empty Go build id;
-# fixed GOAMD64/GOARM64 and C flags whatever the environment says; no
-# debug info and no GNU build id in the cgo link (-s, --build-id=none),
-# so no path or time of the build machine gets in.
+# GOAMD64, GOARM64, GOFLAGS and the C flags (Go's default -O2 -g) fixed
+# whatever the environment says; and in the cgo link no symbols or debug
+# info (-s) and no GNU build id (--build-id=none), so no path or time of
+# the build machine gets in. DIST is relative to the repository.
 set -eu
 export LC_ALL=C
 
