@@ -114,12 +114,19 @@ func TestRelease(t *testing.T) {
 	}
 }
 
-// releaseArtifacts are the names make release writes, sorted.
+// releaseArtifacts are the names make release writes, sorted: cua-relay
+// too once relay/ has its program, as scripts/release.sh decides.
 func releaseArtifacts() []string {
+	programs := []string{"cua-bridge", "cua-spacesd"}
+	if _, err := os.Stat("../relay/main.go"); err == nil {
+		programs = append(programs, "cua-relay")
+	}
 	names := []string{"SHA256SUMS"}
 	for _, goos := range []string{"darwin", "linux"} {
 		for _, arch := range []string{"amd64", "arm64"} {
-			names = append(names, "cua-bridge-"+goos+"-"+arch, "cua-spacesd-"+goos+"-"+arch)
+			for _, p := range programs {
+				names = append(names, p+"-"+goos+"-"+arch)
+			}
 		}
 	}
 	slices.Sort(names)
