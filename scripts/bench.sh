@@ -44,6 +44,9 @@ $GO test -run '^$' -bench 'Scale1080p' -benchtime 1s -count 1 -cpu 1 ./media/sca
 section "an agent's step through cua-bridge (SDK client; stdio and streamable HTTP): JPEG screenshot scaled to 1280 + click (target median <= 25 ms), each half alone, beside a bare space_bash true, same run"
 COUNT=1 bench ./bridge/mcp 'MCPAgentStep' 100x
 
+section "computer-server's bus beside the daemon's own API, one daemon and one 1920x1080 desktop-like display: run_command true over /ws vs POST /v1/exec, and a full-size PNG screenshot (base64 in JSON over /ws) vs GET /v1/screenshot"
+bench ./spacesd/compatsvc 'BusVsAPI' 200x
+
 section "input latency: click call to the ButtonPress a test X client receives"
 bench ./capabilities/desktop 'InputLatency' 1s
 

@@ -4,6 +4,7 @@
 //	cua-spacesd [serve] [--listen ADDR] [--token-file FILE]   serve (default)
 //	cua-spacesd doctor [--json]                               check this guest
 //	cua-spacesd selftest [--json]                             prove the video encoder here
+//	cua-spacesd fingerprint [--state-dir D | --tls-cert F]    the TLS certificate's sha256
 //	cua-spacesd version                                       print the version
 package main
 
@@ -51,7 +52,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch cmd {
 	case "serve":
-		return serve(args, stderr)
+		return serve(args, stdout, stderr)
+	case "fingerprint":
+		return fingerprintMain(args, stdout, stderr)
 	case "doctor":
 		return doctor.Main(args, stdout, stderr, version)
 	case "selftest":
@@ -60,14 +63,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "cua-spacesd %s (protocol %d)\n", version, api.ProtocolVersion)
 		return 0
 	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, "usage: cua-spacesd [serve|doctor|selftest|version] [flags]; cua-spacesd serve -h lists the flags")
+		fmt.Fprintln(stdout, "usage: cua-spacesd [serve|doctor|selftest|fingerprint|version] [flags]; cua-spacesd serve -h lists the flags")
 		return 0
 	}
-	fmt.Fprintf(stderr, "cua-spacesd: unknown command %q (serve, doctor, selftest, version)\n", cmd)
+	fmt.Fprintf(stderr, "cua-spacesd: unknown command %q (serve, doctor, selftest, fingerprint, version)\n", cmd)
 	return 2
 }
 
-func serve(args []string, stderr io.Writer) int {
+func serve(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "", "address to listen on (default 0.0.0.0:3211 with a token, 127.0.0.1:3211 without)")
@@ -76,7 +79,7 @@ func serve(args []string, stderr io.Writer) int {
 	display := fs.String("display", os.Getenv("DISPLAY"), "X display for the desktop features")
 	xvfb := fs.Bool("xvfb", false, "without a display, start a private Xvfb + openbox for the desktop features")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	stateDir := fs.String("state-dir", filesvc.DefaultStateDir(), "where unfinished uploads and temp files are recorded, to survive a restart (\"\" = nowhere)")
+	stateDir := fs.String("state-dir", filesvc.DefaultStateDir(), "where unfinished uploads and temp files are recorded, to survive a restart, and the --tls-self-signed pair is kept (\"\" = nowhere)")
 	var po process.Options
 	fs.StringVar(&po.Containment, "containment", process.ContainmentAuto,
 		"auto: each process tree in a cgroup of its own where cgroups are writable; off: process groups only")
@@ -85,7 +88,12 @@ func serve(args []string, stderr io.Writer) int {
 	fs.Func("children-pids-max", "tasks all process trees together may hold (default: 3/4 of the smaller of pid_max and threads-max)", limitFlag(&po.ChildrenPidsMax, parseCount))
 	fs.Func("children-memory-max", "memory all process trees together may use (default: RAM less the larger of 512M and RAM/8)", limitFlag(&po.ChildrenMemoryMax, cgroup.ParseSize))
 	media := mediaFlags(fs)
+	tlsf := newTLSFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := tlsf.check(); err != nil {
+		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
 		return 2
 	}
 	if po.Containment != process.ContainmentAuto && po.Containment != process.ContainmentOff {
@@ -114,6 +122,11 @@ func serve(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
 		return 2
 	}
+	tlsConfig, err := tlsf.config(*stateDir, addr, stdout, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
+		return 1
+	}
 	var xauthority string
 	if *xvfb && *display == "" {
 		v, xauth, err := startVirtual(log)
@@ -127,7 +140,7 @@ func serve(args []string, stderr io.Writer) int {
 		log.Info("started a virtual display", "display", *display)
 	}
 	srv, err := daemon.New(daemon.Options{Version: version, Auth: auth, Logger: log, Display: *display, Xauthority: xauthority,
-		Process: po, Files: filesvc.Options{StateDir: *stateDir}, Stream: media.options(addr)})
+		Process: po, Files: filesvc.Options{StateDir: *stateDir}, Stream: media.options(addr), TLS: tlsConfig})
 	if err != nil {
 		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
 		return 1
@@ -139,7 +152,7 @@ func serve(args []string, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log.Info("cua-spacesd serving", "addr", ln.Addr().String(), "version", version, "auth", auth.Required(), "display", *display)
+	log.Info("cua-spacesd serving", "addr", ln.Addr().String(), "version", version, "auth", auth.Required(), "tls", tlsConfig != nil, "display", *display)
 	if err := srv.Serve(ctx, ln); err != nil && !errors.Is(err, net.ErrClosed) {
 		log.Error("serve", "err", err)
 		return 1

@@ -41,6 +41,7 @@ type Option func(*options)
 type options struct {
 	dial      Dialer
 	keepAlive keepAlive
+	tls       TLS
 }
 
 // keepAlive is the timing of a client's streams.
@@ -90,13 +91,28 @@ func New(baseURL, token string, opts ...Option) (*Client, error) {
 			idle: cmp.Or(o.keepAlive.idle, api.StreamIdleTimeout),
 		},
 	}
-	if o.dial != nil {
+	if !o.tls.IsZero() && u.Scheme != "https" {
+		return nil, api.Errorf(api.KindInvalidArgument, "spacesd url %q: a CA file or a pinned fingerprint needs an https:// URL", baseURL)
+	}
+	if o.dial != nil || !o.tls.IsZero() {
+		// A transport of its own: the shared one knows neither the
+		// dialer nor the trust.
 		t := newTransport()
-		t.Proxy = nil // the dialer decides the route
-		t.DialContext = o.dial
+		if o.dial != nil {
+			t.Proxy = nil // the dialer decides the route
+			t.DialContext = o.dial
+			c.ws.Proxy = nil
+			c.ws.NetDialContext = o.dial
+		}
+		if !o.tls.IsZero() {
+			cfg, err := o.tls.config()
+			if err != nil {
+				return nil, err
+			}
+			t.TLSClientConfig = cfg
+			c.ws.TLSClientConfig = cfg.Clone()
+		}
 		c.http = &http.Client{Transport: t}
-		c.ws.Proxy = nil
-		c.ws.NetDialContext = o.dial
 	}
 	return c, nil
 }
@@ -239,6 +255,9 @@ func transportError(ctx context.Context, err error) error {
 		return (&api.Error{Kind: api.KindCancelled, Message: "call cancelled"}).WithCause(err)
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return (&api.Error{Kind: api.KindTimeout, Message: "call timed out", Retryable: true, Hint: api.DefaultHint(api.KindTimeout)}).WithCause(err)
+	}
+	if e := tlsError(err); e != nil {
+		return e
 	}
 	return (&api.Error{Kind: api.KindEnv, Message: fmt.Sprintf("cannot reach spacesd: %v", err), Retryable: true,
 		Hint: "check that the Space is running and its URL is right"}).WithCause(err)

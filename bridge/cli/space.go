@@ -19,7 +19,7 @@ import (
 // Space to answer: an offline Space must not hang the listing.
 const probeTimeout = 5 * time.Second
 
-const spaceUsage = `space add NAME URL [--token-file F | --token T] [--no-verify]
+const spaceUsage = `space add NAME URL [--token-file F | --token T] [--fingerprint sha256:... | --ca-file F] [--no-verify]
        cua-bridge space ls [--json]
        cua-bridge space rm NAME`
 
@@ -42,9 +42,11 @@ func (env Env) runSpace(ctx context.Context, args []string) int {
 }
 
 func (env Env) spaceAdd(ctx context.Context, args []string) int {
-	fs := env.newFlags("space add", "space add NAME URL [--token-file F | --token T] [--no-verify]")
+	fs := env.newFlags("space add", "space add NAME URL [--token-file F | --token T] [--fingerprint sha256:... | --ca-file F] [--no-verify]")
 	tokenFile := fs.String("token-file", "", "file holding the Space's spacesd token")
 	token := fs.String("token", "", "the Space's spacesd token (prefer --token-file: flags show in ps)")
+	fingerprint := fs.String("fingerprint", "", "pin the https Space's certificate: the sha256:... cua-spacesd printed (--tls-self-signed)")
+	caFile := fs.String("ca-file", "", "trust the https Space's certificate by the CAs in this PEM file")
 	noVerify := fs.Bool("no-verify", false, "register without asking the Space (it may be offline)")
 	pos, _, err := parseArgs(fs, args)
 	if err != nil {
@@ -73,15 +75,19 @@ func (env Env) spaceAdd(ctx context.Context, args []string) int {
 	if err != nil {
 		return env.fail(ExitFailure, err)
 	}
+	entry, err := registry.CheckTLS(registry.Entry{Name: name, URL: norm, Token: tok, Fingerprint: *fingerprint, CAFile: *caFile})
+	if err != nil {
+		return env.fail(ExitFailure, err)
+	}
 	reg, err := env.registry()
 	if err != nil {
 		return env.fail(ExitFailure, err)
 	}
 	st := spaceStatus{}
 	if !*noVerify {
-		// Ask before registering: a wrong URL or token is better refused now
-		// than found at the first use.
-		c, err := reg.ClientFor(registry.Entry{Name: name, URL: norm, Token: tok})
+		// Ask before registering: a wrong URL, token or certificate is
+		// better refused now than found at the first use.
+		c, err := reg.ClientFor(entry)
 		if err != nil {
 			return env.fail(ExitFailure, err)
 		}
@@ -90,7 +96,7 @@ func (env Env) spaceAdd(ctx context.Context, args []string) int {
 			return env.fail(ExitFailure, st.err)
 		}
 	}
-	e, err := reg.Add(ctx, name, norm, tok)
+	e, err := reg.AddEntry(ctx, entry)
 	if err != nil {
 		return env.fail(ExitFailure, err)
 	}

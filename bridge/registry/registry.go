@@ -7,6 +7,7 @@ package registry
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,6 +55,45 @@ type Entry struct {
 	Name  string `json:"name"`
 	URL   string `json:"url"`
 	Token string `json:"-"`
+	// Fingerprint pins the certificate of an https Space ("sha256:...",
+	// as cua-spacesd --tls-self-signed prints it); CAFile is a PEM file of
+	// the CAs that sign it. Neither: the system's roots.
+	Fingerprint string `json:"fingerprint,omitempty"`
+	CAFile      string `json:"ca_file,omitempty"`
+}
+
+// TLS is how a client of the Space trusts its certificate.
+func (e Entry) TLS() client.TLS { return client.TLS{CAFile: e.CAFile, Fingerprint: e.Fingerprint} }
+
+// CheckTLS checks an entry's trust settings against its (normalized) URL
+// and returns them canonical: the fingerprint as cua-spacesd prints it,
+// the CA file as an absolute path that holds certificates.
+func CheckTLS(e Entry) (Entry, error) {
+	if e.Fingerprint == "" && e.CAFile == "" {
+		return e, nil
+	}
+	if !strings.HasPrefix(e.URL, "https://") {
+		return e, api.Errorf(api.KindInvalidArgument, "url %s: a pinned fingerprint or a CA file needs an https:// URL", e.URL).
+			WithHint("serve the Space with --tls-self-signed (or --tls-cert) and add it as https://HOST:PORT")
+	}
+	if e.Fingerprint != "" {
+		sum, err := api.ParseFingerprint(e.Fingerprint)
+		if err != nil {
+			return e, err
+		}
+		e.Fingerprint = api.FingerprintPrefix + hex.EncodeToString(sum[:])
+	}
+	if e.CAFile != "" {
+		abs, err := filepath.Abs(e.CAFile)
+		if err != nil {
+			return e, api.Errorf(api.KindInvalidArgument, "CA file %s: %w", e.CAFile, err)
+		}
+		e.CAFile = abs
+	}
+	if _, err := client.New(e.URL, "", client.WithTLS(e.TLS())); err != nil {
+		return e, err // an unreadable CA file, or one without certificates
+	}
+	return e, nil
 }
 
 // ID is the id a caller passes to reach this Space: its name.
@@ -73,8 +113,11 @@ type Registry struct {
 // client.
 type ClientFactory func(Entry) (*client.Client, error)
 
-// PlainClients reaches every Space at its URL directly.
-func PlainClients(e Entry) (*client.Client, error) { return client.New(e.URL, e.Token) }
+// PlainClients reaches every Space at its URL directly, trusting its
+// certificate as the entry says.
+func PlainClients(e Entry) (*client.Client, error) {
+	return client.New(e.URL, e.Token, client.WithTLS(e.TLS()))
+}
 
 // Option adjusts a Registry.
 type Option func(*Registry)
@@ -133,30 +176,40 @@ func (r *Registry) Dir() string { return r.home }
 
 // Add registers (or replaces) a Space. name "" derives one from the URL's host.
 func (r *Registry) Add(ctx context.Context, name, rawURL, token string) (Entry, error) {
+	return r.AddEntry(ctx, Entry{Name: name, URL: rawURL, Token: token})
+}
+
+// AddEntry registers (or replaces) a Space with its trust settings (see
+// CheckTLS). A Name "" derives one from the URL's host.
+func (r *Registry) AddEntry(ctx context.Context, e Entry) (Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return Entry{}, api.Errorf(api.KindCancelled, "add space: %w", err)
 	}
-	u, err := NormalizeURL(rawURL)
+	u, err := NormalizeURL(e.URL)
 	if err != nil {
 		return Entry{}, err
 	}
-	if name == "" {
-		name = nameFromURL(u)
+	e.URL = u
+	if e.Name == "" {
+		e.Name = nameFromURL(u)
 	}
-	if err := ValidName(name); err != nil {
+	if err := ValidName(e.Name); err != nil {
 		return Entry{}, err
 	}
-	e := Entry{Name: name, URL: u, Token: token}
+	if e, err = CheckTLS(e); err != nil {
+		return Entry{}, err
+	}
+	name, token := e.Name, e.Token
 	err = r.update(func(s *spacesDoc, t *tokensDoc) error {
 		replaced := false
 		for i := range s.Spaces {
 			if s.Spaces[i].Name == name {
-				s.Spaces[i].URL = u
+				s.Spaces[i] = e // the token is kept apart (json:"-")
 				replaced = true
 			}
 		}
 		if !replaced {
-			s.Spaces = append(s.Spaces, Entry{Name: name, URL: u})
+			s.Spaces = append(s.Spaces, e)
 		}
 		if token == "" {
 			delete(t.Tokens, name)

@@ -70,14 +70,19 @@ func addSpaceTool() *Tool {
 		Description: "Register a Space (a machine running cua-spacesd) under a name, with its URL and bearer token. " +
 			"The Space is probed first: a wrong token or a URL without spacesd is refused. Re-adding a name replaces it.",
 		Schema: object([]string{"url"}, map[string]*jsonschema.Schema{
-			"url":   nonEmpty("The spacesd URL, e.g. http://127.0.0.1:3211 (host:port means http)."),
-			"token": str("The Space's bearer token (empty for a loopback spacesd without one)."),
-			"name":  str("A short name for the Space (letters, digits, '.', '_', '-'); default derived from the URL."),
+			"url":         nonEmpty("The spacesd URL, e.g. http://127.0.0.1:3211 (host:port means http), or https://HOST:PORT for a Space serving TLS."),
+			"token":       str("The Space's bearer token (empty for a loopback spacesd without one)."),
+			"name":        str("A short name for the Space (letters, digits, '.', '_', '-'); default derived from the URL."),
+			"fingerprint": str("For an https Space: pin its certificate by the sha256:... fingerprint cua-spacesd printed (--tls-self-signed)."),
+			"ca_file":     str("For an https Space: a PEM file (on this machine) of the CAs that sign its certificate."),
 		}),
 		Errors: []api.Kind{api.KindUnauthenticated, api.KindSpacesdNotAvailable, api.KindEnv, api.KindIO},
 		Result: "the Space as list_spaces shows it: {space, name, url, online, version, features}",
 		Run: func(ctx context.Context, c *Call) (*Result, error) {
-			var a struct{ URL, Token, Name string }
+			var a struct {
+				URL, Token, Name, Fingerprint string
+				CAFile                        string `json:"ca_file"`
+			}
 			if err := decode(c, "add_space", &a); err != nil {
 				return nil, err
 			}
@@ -90,13 +95,17 @@ func addSpaceTool() *Tool {
 					return nil, err
 				}
 			}
-			// Probe before writing: a Space that refuses the token or runs no
-			// spacesd is never registered.
-			v, _, err := c.deps.probe(ctx, registry.Entry{Name: a.Name, URL: u, Token: a.Token})
+			entry, err := registry.CheckTLS(registry.Entry{Name: a.Name, URL: u, Token: a.Token, Fingerprint: a.Fingerprint, CAFile: a.CAFile})
 			if err != nil {
 				return nil, err
 			}
-			e, err := c.deps.Registry.Add(ctx, a.Name, u, a.Token)
+			// Probe before writing: a Space that refuses the token or its
+			// certificate, or runs no spacesd, is never registered.
+			v, _, err := c.deps.probe(ctx, entry)
+			if err != nil {
+				return nil, err
+			}
+			e, err := c.deps.Registry.AddEntry(ctx, entry)
 			if err != nil {
 				return nil, err
 			}

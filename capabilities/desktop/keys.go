@@ -47,11 +47,20 @@ var keyNames = map[string]uint32{
 	"bracketleft": '[', "bracketright": ']', "asterisk": '*', "underscore": '_',
 	"shift_l": ksShiftL, "shift_r": 0xffe2, "control_l": ksControlL, "control_r": 0xffe4,
 	"alt_l": ksAltL, "alt_r": 0xffea, "super_l": ksSuperL, "super_r": 0xffec,
+	"iso_level3_shift": 0xfe03, "help": 0xff6a, "select": 0xff60, "execute": 0xff62, "clear": 0xff0b, "break": 0xff6b,
+	"kp_add": 0xffab, "kp_subtract": 0xffad, "kp_multiply": 0xffaa, "kp_divide": 0xffaf,
+	"kp_decimal": 0xffae, "kp_separator": 0xffac,
+	// Media keys (XF86keysym.h).
+	"xf86audioraisevolume": 0x1008ff13, "xf86audiolowervolume": 0x1008ff11, "xf86audiomute": 0x1008ff12,
+	"xf86audioplay": 0x1008ff14, "xf86audionext": 0x1008ff17, "xf86audioprev": 0x1008ff16,
 }
 
 func init() {
 	for i := 1; i <= 24; i++ {
 		keyNames[fmt.Sprintf("f%d", i)] = 0xffbe + uint32(i-1)
+	}
+	for i := range 10 {
+		keyNames[fmt.Sprintf("kp_%d", i)] = 0xffb0 + uint32(i)
 	}
 }
 

@@ -6,12 +6,14 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/capabilities/process"
+	"github.com/trycua/cua-spacesd/spacesd/compatsvc"
 	"github.com/trycua/cua-spacesd/spacesd/desktopsvc"
 	"github.com/trycua/cua-spacesd/spacesd/filesvc"
 	"github.com/trycua/cua-spacesd/spacesd/procsvc"
@@ -37,6 +39,11 @@ type Options struct {
 	Files filesvc.Options
 	// Stream says where the streams' media travels (UDP port, ICE-TCP, NAT).
 	Stream streamsvc.Options
+	// TLS, when set, serves HTTPS and WSS (server.NewTLSConfig).
+	TLS *tls.Config
+	// AuthFailurePause replaces the pause of a refused credential (see
+	// server.Config); nil keeps server.AuthFailureDelay.
+	AuthFailurePause func(context.Context)
 }
 
 // New builds the daemon's server with every service.
@@ -66,6 +73,9 @@ func New(o Options) (*server.Server, error) {
 		Auth:    o.Auth,
 		Logger:  o.Logger,
 		Display: o.Display,
+		// AuthFailurePause: the test daemon refuses many tokens on purpose.
+		AuthFailurePause: o.AuthFailurePause,
+		TLS:              o.TLS,
 		Services: []server.NewService{
 			procsvc.New(procs),
 			filesvc.New(o.Files),
@@ -73,6 +83,9 @@ func New(o Options) (*server.Server, error) {
 			// After the desktop service, which owns desk: services close in
 			// reverse order, so the streams end before the display goes.
 			streamsvc.New(desk, o.Stream),
+			// computer-server's bus over the same process manager and
+			// desktop; closed before them (it releases what its clients held).
+			compatsvc.New(procs, desk, o.Version),
 		},
 	})
 }

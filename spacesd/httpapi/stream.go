@@ -61,6 +61,9 @@ type StreamOptions struct {
 	// PingInterval and IdleTimeout replace the contract's keep-alive
 	// (api.StreamPingInterval, api.StreamIdleTimeout) when set.
 	PingInterval, IdleTimeout time.Duration
+	// MaxMessageBytes replaces api.StreamMaxMessageBytes as the bound of
+	// one message from the client, when set (see also SetReadLimit).
+	MaxMessageBytes int64
 }
 
 // Upgrade answers the WebSocket upgrade of r and starts the stream's
@@ -73,7 +76,7 @@ func Upgrade(w http.ResponseWriter, r *http.Request, o StreamOptions) (*Stream, 
 	ctx, cancel := context.WithCancelCause(r.Context())
 	s := &Stream{conn: conn, ctx: ctx, cancel: cancel,
 		ping: cmp.Or(o.PingInterval, api.StreamPingInterval), idle: cmp.Or(o.IdleTimeout, api.StreamIdleTimeout)}
-	conn.SetReadLimit(api.StreamMaxMessageBytes)
+	conn.SetReadLimit(cmp.Or(o.MaxMessageBytes, api.StreamMaxMessageBytes))
 	s.alive()
 	conn.SetPongHandler(func(string) error { s.alive(); return nil })
 	conn.SetPingHandler(func(data string) error {
@@ -89,6 +92,11 @@ func Upgrade(w http.ResponseWriter, r *http.Request, o StreamOptions) (*Stream, 
 	go s.keepAlive()
 	return s, nil
 }
+
+// SetReadLimit changes the bound of the client's next messages: a stream
+// that takes big messages only from an authenticated client raises it once
+// the client is. Call it only from OnMessage, which runs on the reader.
+func (s *Stream) SetReadLimit(n int64) { s.conn.SetReadLimit(n) }
 
 // Context ends with the stream.
 func (s *Stream) Context() context.Context { return s.ctx }

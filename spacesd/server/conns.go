@@ -3,6 +3,7 @@ package server
 import (
 	"container/list"
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"net/http"
@@ -154,6 +155,11 @@ type trackedConn struct {
 	idleGen   uint64 // which idle spell the idle timer belongs to
 	idleTimer *time.Timer
 
+	// pendingAuth marks a connection whose request may authenticate after
+	// its WebSocket upgrade (Route.InBandAuth): it stays anonymous, and
+	// evictable, until it does. Guarded by t.mu.
+	pendingAuth bool
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -269,7 +275,7 @@ func (t *connTracker) unlist(c *trackedConn) {
 
 // connState follows http.Server's view of a connection.
 func (t *connTracker) connState(nc net.Conn, st http.ConnState) {
-	c, ok := nc.(*trackedConn)
+	c, ok := tracked(nc)
 	if !ok {
 		return
 	}
@@ -297,6 +303,12 @@ func (t *connTracker) connState(nc net.Conn, st http.ConnState) {
 		t.unlist(c)
 		c.stream = true
 		t.streams++
+		if c.anonymous && c.pendingAuth {
+			// Not authenticated yet: it may be closed to make room, as
+			// any anonymous connection (promote ends that).
+			c.elem, c.in = t.fresh.PushBack(c), &t.fresh
+			return
+		}
 		if c.anonymous {
 			c.anonymous = false
 			t.anonymous--
@@ -330,11 +342,20 @@ func (t *connTracker) promote(c *trackedConn) {
 	t.authenticated++
 }
 
+// tracked is the tracker's connection under c, which may be TLS over it.
+func tracked(c net.Conn) (*trackedConn, bool) {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	tc, ok := c.(*trackedConn)
+	return tc, ok
+}
+
 // connKey is the context key of a request's *trackedConn.
 type connKey struct{}
 
 func withConn(ctx context.Context, c net.Conn) context.Context {
-	if tc, ok := c.(*trackedConn); ok {
+	if tc, ok := tracked(c); ok {
 		return context.WithValue(ctx, connKey{}, tc)
 	}
 	return ctx
@@ -345,6 +366,16 @@ func withConn(ctx context.Context, c net.Conn) context.Context {
 func promoteConn(ctx context.Context) {
 	if tc, ok := ctx.Value(connKey{}).(*trackedConn); ok {
 		tc.t.promote(tc)
+	}
+}
+
+// markPendingAuth marks the connection of a request that may authenticate
+// after its upgrade (see trackedConn.pendingAuth).
+func markPendingAuth(ctx context.Context) {
+	if tc, ok := ctx.Value(connKey{}).(*trackedConn); ok {
+		tc.t.mu.Lock()
+		tc.pendingAuth = true
+		tc.t.mu.Unlock()
 	}
 }
 

@@ -1,7 +1,16 @@
 package server
 
+import "time"
+
 // ConnCounts exposes the connection accounting to the tests.
 func (s *Server) ConnCounts() (total, anonymous, authenticated, streams int) {
 	c := s.conns.counts()
 	return c.Total, c.Anonymous, c.Authenticated, c.Streams
+}
+
+// ExpireCertCheck makes the next handshake look at the certificate files.
+func ExpireCertCheck(c *CertFiles) {
+	c.mu.Lock()
+	c.checked = time.Time{}
+	c.mu.Unlock()
 }

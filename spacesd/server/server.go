@@ -7,6 +7,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,6 +37,19 @@ const (
 	capabilitiesCacheTTL    = 2 * time.Second
 )
 
+// AuthFailureDelay is how long every refused credential waits before its
+// answer: a guesser on one connection gets a few tries a second (and the
+// anonymous connections are bounded, see conns.go), while a client with a
+// stale token hardly notices.
+const AuthFailureDelay = 250 * time.Millisecond
+
+// HeaderAPIKey is the header computer-server's clients send the key in; a
+// route with APIKey takes the token there too.
+const HeaderAPIKey = "X-API-Key"
+
+// metricAuthFailures counts refused credentials, in headers or in band.
+const metricAuthFailures = "cua_spacesd_auth_failures_total"
+
 // Config is what a Server is built from.
 type Config struct {
 	Version string
@@ -49,6 +63,13 @@ type Config struct {
 	Services []NewService
 	// Conns bound the connections (see conns.go); zero fields take defaults.
 	Conns ConnLimits
+	// TLS, when set, serves HTTPS and WSS on the listener (NewTLSConfig).
+	TLS *tls.Config
+	// AuthFailurePause is how a refused credential is slowed down before
+	// its answer; nil waits AuthFailureDelay (or until the request ends).
+	// A test daemon that refuses thousands of tokens on purpose may pass a
+	// shorter one.
+	AuthFailurePause func(context.Context)
 }
 
 // Server is one cua-spacesd HTTP surface.
@@ -83,6 +104,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Auth == nil {
 		cfg.Auth = NewAuth("", cfg.Logger)
 	}
+	if cfg.AuthFailurePause == nil {
+		cfg.AuthFailurePause = func(ctx context.Context) {
+			t := time.NewTimer(AuthFailureDelay)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			}
+		}
+	}
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -92,7 +123,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.streams, s.endStreams = context.WithCancel(context.Background())
 	s.conns = newConnTracker(cfg.Conns, s.log, s.metrics)
-	host := Host{Log: s.log, Metrics: s.metrics, Feature: s.featureStatus, MintTicket: s.auth.MintTicket, Session: s.auth.Session}
+	s.metrics.Counter(metricAuthFailures)
+	host := Host{Log: s.log, Metrics: s.metrics, Feature: s.featureStatus, MintTicket: s.auth.MintTicket, Session: s.auth.Session,
+		Authenticate: s.authenticateInBand}
 	s.routes = s.systemRoutes()
 	for _, newService := range cfg.Services {
 		svc, err := newService(host)
@@ -128,7 +161,8 @@ func New(cfg Config) (*Server, error) {
 			httpapi.WriteError(w, err)
 			return
 		}
-		if _, ok := s.authenticate(r); !ok {
+		if _, ok := s.authenticate(r, false); !ok {
+			s.failedAuth(r.Context())
 			httpapi.WriteError(w, errUnauthenticated)
 			return
 		}
@@ -169,14 +203,76 @@ func (s *Server) Handler() http.Handler { return s.mux }
 var errUnauthenticated = api.Errorf(api.KindUnauthenticated,
 	"missing or wrong bearer token").WithHint("send Authorization: Bearer <token> with the Space's current token")
 
-// authenticate checks the bearer token and returns its generation.
-func (s *Server) authenticate(r *http.Request) (uint64, bool) {
-	h := r.Header.Get("Authorization")
-	tok, found := strings.CutPrefix(h, "Bearer ")
+// presented is the token a request shows: its bearer, or on a route that
+// takes it (apiKey) its X-API-Key, which computer-server's clients send.
+func presented(r *http.Request, apiKey bool) (string, bool) {
+	if apiKey {
+		if k := r.Header.Get(HeaderAPIKey); k != "" {
+			return strings.TrimSpace(k), true
+		}
+	}
+	tok, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return strings.TrimSpace(tok), found
+}
+
+// authenticate checks the token a request shows and returns its generation.
+func (s *Server) authenticate(r *http.Request, apiKey bool) (uint64, bool) {
+	tok, found := presented(r, apiKey)
 	if !found && s.auth.Required() {
 		return 0, false
 	}
-	return s.auth.Check(strings.TrimSpace(tok))
+	return s.auth.Check(tok)
+}
+
+// failedAuth counts a refused credential and holds its answer back (see
+// AuthFailureDelay). The log line is the request's own (status 401, kind
+// unauthenticated) or, in band, authenticateInBand's; neither holds the
+// credential.
+func (s *Server) failedAuth(ctx context.Context) {
+	s.metrics.Counter(metricAuthFailures).Add(1)
+	s.cfg.AuthFailurePause(ctx)
+}
+
+// authenticateInBand is Host.Authenticate: the in-band check of a caller
+// that presented no credentials on the upgrade of an InBandAuth route.
+func (s *Server) authenticateInBand(ctx context.Context, tok string) (context.Context, context.CancelCauseFunc, error) {
+	caller := CallerOf(ctx)
+	gen, ok := s.auth.Check(tok)
+	if !ok {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "authentication failed", slog.String("route", caller.route), slog.String("via", "in-band message"))
+		s.failedAuth(ctx)
+		return nil, nil, errUnauthenticated
+	}
+	caller.Pending, caller.Generation = false, gen
+	promoteConn(ctx)
+	sctx, end := s.auth.Session(withCaller(ctx, caller), gen)
+	return sctx, end, nil
+}
+
+// pendingUpgrade reports whether r may reach its InBandAuth route before
+// it authenticated: a WebSocket upgrade that presents no credentials at
+// all, to a daemon that needs them.
+func (s *Server) pendingUpgrade(r *http.Request, rt Route) bool {
+	if !rt.InBandAuth || !s.auth.Required() {
+		return false
+	}
+	if _, found := presented(r, rt.APIKey); found {
+		return false
+	}
+	return headerHasToken(r.Header, "Connection", "upgrade") && headerHasToken(r.Header, "Upgrade", "websocket")
+}
+
+// headerHasToken reports whether a comma-separated header holds token
+// (case-insensitive), as "Connection: keep-alive, Upgrade" does.
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // authorize finds the caller of a non-public route: the token's holder,
@@ -199,7 +295,7 @@ func (s *Server) authorize(r *http.Request, rt Route) (Caller, error) {
 		}
 		return Caller{Generation: t.Generation, Ticket: &t}, nil
 	}
-	gen, ok := s.authenticate(r)
+	gen, ok := s.authenticate(r, rt.APIKey)
 	if !ok {
 		return Caller{}, errUnauthenticated
 	}
@@ -265,13 +361,26 @@ func (s *Server) wrap(rt Route) http.Handler {
 			// A public route needs no token, but a caller that shows the
 			// right one is a client, not an anonymous prober.
 			if s.auth.Required() && r.Header.Get("Authorization") != "" {
-				if _, ok := s.authenticate(r); ok {
+				if _, ok := s.authenticate(r, false); ok {
 					promoteConn(r.Context())
 				}
 			}
+		} else if s.pendingUpgrade(r, rt) {
+			// The handler authenticates in band (Host.Authenticate); its
+			// stream ends at the start of a shutdown all the same, and
+			// its connection counts as anonymous until then.
+			markPendingAuth(r.Context())
+			ctx, cancel := context.WithCancelCause(withCaller(r.Context(), Caller{Pending: true, route: label}))
+			defer cancel(nil)
+			defer rec.stopStream()
+			rec.endStream = func() { cancel(ErrShutdown) }
+			r = r.WithContext(ctx)
 		} else {
 			caller, err := s.authorize(r, rt)
 			if err != nil {
+				if api.KindOf(err) == api.KindUnauthenticated {
+					s.failedAuth(r.Context())
+				}
 				refuse(rec, r, err)
 				return
 			}
@@ -372,6 +481,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		BaseContext: func(net.Listener) context.Context { return base },
 	}
 	ln = s.conns.listener(ln)
+	if s.cfg.TLS != nil {
+		// Outside the tracker: http.Server must see the *tls.Conn (for
+		// r.TLS and the handshake's deadline), and the tracker unwraps it.
+		ln = tls.NewListener(ln, s.cfg.TLS)
+	}
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	defer stopWatch()
 	go s.auth.Watch(watchCtx)

@@ -46,6 +46,17 @@ type Route struct {
 	Body string
 	// Public routes need no token (GET /health only).
 	Public bool
+	// APIKey routes also take the token as X-API-Key (HeaderAPIKey), the
+	// header the clients of computer-server send it in.
+	APIKey bool
+	// InBandAuth routes are WebSocket streams whose clients may present
+	// the token after the upgrade, in a message of their own (as
+	// computer-server's "authenticate"). An upgrade request that carries
+	// no credentials then reaches the handler with CallerOf(ctx).Pending
+	// set, and the handler passes Host.Authenticate before it serves
+	// anything. Wrong credentials are refused at the upgrade all the same,
+	// and a request that is no upgrade needs them as on any route.
+	InBandAuth bool
 	// Ticket is the scope of the tickets the route accepts besides the
 	// token (TicketScopeStream); "" = the token only. The handler finds
 	// the ticket's claims with CallerOf and enforces its target and mode.
@@ -77,6 +88,12 @@ type Host struct {
 	// (CallerOf(ctx).Generation): it ends, with cause ErrTokenRotated,
 	// when that token is rotated away. end must be called when done.
 	Session func(parent context.Context, generation uint64) (ctx context.Context, end context.CancelCauseFunc)
+	// Authenticate checks a token that the caller of an InBandAuth route
+	// presented in band (ctx is the request's). A wrong one is logged
+	// (never the token), counted and slowed down as every refused request
+	// is, and answers kind unauthenticated; the right one answers a
+	// context bound to its generation, as Session does (end it when done).
+	Authenticate func(ctx context.Context, presented string) (context.Context, context.CancelCauseFunc, error)
 }
 
 // Metrics is where a service counts what it does.

@@ -139,6 +139,12 @@ type Caller struct {
 	// Generation is the token generation the request was authorised under.
 	Generation uint64
 	Ticket     *Ticket
+	// Pending is set on the upgrade request of an InBandAuth route that
+	// presented no credentials: the caller is not known yet, and the
+	// handler must pass Host.Authenticate before it serves anything.
+	Pending bool
+	// route names the route in the log line of a failed in-band check.
+	route string
 }
 
 type callerKey struct{}

@@ -5,6 +5,7 @@ package spacesdtest
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"io"
 	"log/slog"
@@ -41,6 +42,14 @@ type Options struct {
 	// Stream adjusts the streams; the media UDP socket defaults to a free
 	// port on 127.0.0.1, so that test daemons never share one.
 	Stream streamsvc.Options
+	// AuthFailurePause is the pause of a refused credential. The test
+	// daemon answers refusals at once by default (tests refuse hundreds of
+	// tokens on purpose); a test of the pause itself sets its own.
+	AuthFailurePause func(context.Context)
+	// TLS serves HTTPS and WSS with this configuration (the URL is then
+	// https://); ClientTLS is how the Daemon's Client trusts it.
+	TLS       *tls.Config
+	ClientTLS client.TLS
 }
 
 // Token returns a fresh random token.
@@ -68,7 +77,11 @@ func Start(t testing.TB, opts Options) *Daemon {
 	if opts.Stream.UDPAddr == "" {
 		opts.Stream.UDPAddr = "127.0.0.1:0"
 	}
-	srv, err := daemon.New(daemon.Options{Version: "test", Auth: auth, Logger: log, Display: opts.Display, Process: opts.Process, Stream: opts.Stream})
+	if opts.AuthFailurePause == nil {
+		opts.AuthFailurePause = func(context.Context) {}
+	}
+	srv, err := daemon.New(daemon.Options{Version: "test", Auth: auth, Logger: log, Display: opts.Display, Process: opts.Process, Stream: opts.Stream,
+		AuthFailurePause: opts.AuthFailurePause, TLS: opts.TLS})
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)
 	}
@@ -87,7 +100,12 @@ func Start(t testing.TB, opts Options) *Daemon {
 		<-done
 	})
 	url := "http://" + ln.Addr().String()
-	c, err := client.New(url, tok)
+	var copts []client.Option
+	if opts.TLS != nil {
+		url = "https://" + ln.Addr().String()
+		copts = append(copts, client.WithTLS(opts.ClientTLS))
+	}
+	c, err := client.New(url, tok, copts...)
 	if err != nil {
 		t.Fatalf("client: %v", err)
 	}

@@ -1,0 +1,258 @@
+package server
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/trycua/cua-spacesd/api"
+)
+
+// TLS of the daemon: HTTPS and WSS on its one port, from a certificate and
+// key given as files (--tls-cert, --tls-key) or from a self-signed pair the
+// daemon makes once in its state directory and reuses (--tls-self-signed),
+// whose fingerprint a bridge pins.
+
+// Self-signed certificate files, under the state directory.
+const (
+	SelfSignedDir  = "tls"
+	SelfSignedCert = "cert.pem"
+	SelfSignedKey  = "key.pem"
+	// selfSignedValidity is long on purpose: the bridge pins the
+	// certificate itself, not a chain with dates, and a pair that expired
+	// would change the fingerprint every bridge has pinned.
+	selfSignedValidity = 10 * 365 * 24 * time.Hour
+	// certPollInterval bounds how often the certificate files are checked
+	// for a renewal (at a handshake, never more than once per interval).
+	certPollInterval = 10 * time.Second
+)
+
+// NewTLSConfig is the daemon's TLS: 1.2 and up, only AEAD suites with
+// forward secrecy (TLS 1.3's are fixed and all good), and HTTP/1.1 only,
+// since WebSockets (streams, the computer-server bus) upgrade from it.
+// getCert serves the certificate at each handshake.
+func NewTLSConfig(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)) *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		CipherSuites: []uint16{
+			tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+			tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+			tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+			tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+			tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+			tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+		},
+		NextProtos:     []string{"http/1.1"},
+		GetCertificate: getCert,
+	}
+}
+
+// CertFiles serves a certificate and key from files, and follows their
+// renewal (certbot, a secret manager): a handshake after the files changed
+// loads them again; a pair that does not load keeps the old one in use.
+type CertFiles struct {
+	certFile, keyFile string
+	log               *slog.Logger
+
+	mu      sync.Mutex
+	cert    *tls.Certificate
+	stamp   string
+	checked time.Time
+}
+
+// LoadCertFiles loads a PEM certificate (chain) and its key.
+func LoadCertFiles(certFile, keyFile string, log *slog.Logger) (*CertFiles, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &CertFiles{certFile: certFile, keyFile: keyFile, log: log}
+	cert, stamp, err := c.load()
+	if err != nil {
+		return nil, err
+	}
+	c.cert, c.stamp, c.checked = cert, stamp, time.Now()
+	return c, nil
+}
+
+func (c *CertFiles) load() (*tls.Certificate, string, error) {
+	stamp := fileStamp(c.certFile) + fileStamp(c.keyFile)
+	cert, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
+	if err != nil {
+		return nil, "", fmt.Errorf("TLS certificate %s and key %s: %w", c.certFile, c.keyFile, err)
+	}
+	return &cert, stamp, nil
+}
+
+// fileStamp changes when the file is replaced or written.
+func fileStamp(p string) string {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return "missing"
+	}
+	return fmt.Sprintf("%d/%d", fi.ModTime().UnixNano(), fi.Size())
+}
+
+// Certificate is the certificate in use, loaded again when its files
+// changed; it is a tls.Config's GetCertificate.
+func (c *CertFiles) Certificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.checked) < certPollInterval {
+		return c.cert, nil
+	}
+	c.checked = time.Now()
+	if stamp := fileStamp(c.certFile) + fileStamp(c.keyFile); stamp == c.stamp {
+		return c.cert, nil
+	}
+	cert, stamp, err := c.load()
+	if err != nil {
+		// Half-written by a renewal, say: keep serving the old one, and
+		// look again at the next interval.
+		c.log.Warn("TLS certificate changed but does not load; serving the previous one", "err", err)
+		return c.cert, nil
+	}
+	c.cert, c.stamp = cert, stamp
+	c.log.Info("TLS certificate reloaded", "fingerprint", api.CertFingerprint(cert.Certificate[0]))
+	return c.cert, nil
+}
+
+// Fingerprint is the fingerprint of the certificate in use.
+func (c *CertFiles) Fingerprint() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return api.CertFingerprint(c.cert.Certificate[0])
+}
+
+// SelfSigned loads the daemon's self-signed pair from stateDir/tls, or makes
+// one there when there is none (made reports which). The certificate names
+// localhost, the host's name and the given hosts (addresses or names); a
+// client pins its fingerprint, or trusts the certificate itself as its CA.
+// A pair that is there but does not load is an error, not replaced: every
+// bridge that pinned it would stop trusting the daemon.
+func SelfSigned(stateDir string, hosts []string, log *slog.Logger) (c *CertFiles, made bool, err error) {
+	if stateDir == "" {
+		return nil, false, errors.New("--tls-self-signed keeps its key pair in the state directory: give --state-dir")
+	}
+	dir := filepath.Join(stateDir, SelfSignedDir)
+	certFile, keyFile := filepath.Join(dir, SelfSignedCert), filepath.Join(dir, SelfSignedKey)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := makeSelfSigned(stateDir, dir, hosts); err != nil {
+			return nil, false, err
+		}
+		made = true
+	}
+	c, err = LoadCertFiles(certFile, keyFile, log)
+	if err != nil {
+		return nil, false, fmt.Errorf("the self-signed pair in %s does not load (remove the directory to make a new one; bridges that pinned the old one must pin the new): %w", dir, err)
+	}
+	return c, made, nil
+}
+
+// makeSelfSigned makes the pair in a directory of its own beside dir and
+// renames it into place: a crash leaves the whole pair or none, and of two
+// daemons starting at once, one pair wins and both load it.
+func makeSelfSigned(stateDir, dir string, hosts []string) error {
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return fmt.Errorf("make the state directory %s: %w", stateDir, err)
+	}
+	tmp, err := os.MkdirTemp(stateDir, "."+SelfSignedDir+"-")
+	if err != nil {
+		return fmt.Errorf("make the TLS pair: %w", err)
+	}
+	defer os.RemoveAll(tmp) // gone once renamed
+	certPEM, keyPEM, err := selfSignedPair(hosts, time.Now())
+	if err != nil {
+		return err
+	}
+	if err := writeSynced(filepath.Join(tmp, SelfSignedKey), keyPEM, 0o600); err != nil {
+		return err
+	}
+	if err := writeSynced(filepath.Join(tmp, SelfSignedCert), certPEM, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		// Another daemon's pair got there first: that one is loaded.
+		if _, statErr := os.Stat(filepath.Join(dir, SelfSignedCert)); statErr != nil {
+			return fmt.Errorf("put the TLS pair in place: %w", err)
+		}
+	}
+	return nil
+}
+
+func writeSynced(p string, b []byte, mode fs.FileMode) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	return nil
+}
+
+// selfSignedPair makes an ECDSA P-256 key and a certificate of it that is
+// its own CA, for localhost, the host's name and hosts.
+func selfSignedPair(hosts []string, now time.Time) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("make the TLS key: %w", err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, nil, fmt.Errorf("make the certificate's serial: %w", err)
+	}
+	name, _ := os.Hostname()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: "cua-spacesd " + name, Organization: []string{"cua-spacesd self-signed"}},
+		NotBefore:             now.Add(-time.Hour), // a guest clock a little behind
+		NotAfter:              now.Add(selfSignedValidity),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLenZero:        true,
+		DNSNames:              []string{"localhost"},
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
+	for _, h := range append([]string{name}, hosts...) {
+		switch ip := net.ParseIP(h); {
+		case h == "" || h == "localhost":
+		case ip != nil && !ip.IsUnspecified():
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		case ip == nil:
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("make the certificate: %w", err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode the TLS key: %w", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
+}
