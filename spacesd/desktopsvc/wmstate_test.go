@@ -122,9 +122,11 @@ func TestWindowLeavesFullscreen(t *testing.T) {
 		xproto.EventMaskSubstructureRedirect|xproto.EventMaskSubstructureNotify, string(ev.Bytes())).Check(); err != nil {
 		t.Fatalf("send fullscreen request: %v", err)
 	}
-	desktoptest.Eventually(t, "the window listed as fullscreen", func() bool {
+	// Openbox sets the state before it resizes: wait for both, so that the
+	// restore starts from a settled fullscreen window (as an agent meets it).
+	desktoptest.Eventually(t, "the window listed as fullscreen, at the screen's size", func() bool {
 		l, ok := listed(t, c, win.WindowID)
-		return ok && l.State == api.WindowFullscreen
+		return ok && l.State == api.WindowFullscreen && l.Bounds != win.Bounds
 	})
 	got, err := c.SetWindowState(ctx, win.WindowID, api.WindowNormal)
 	if err != nil || got.State != api.WindowNormal || got.Bounds.Width != win.Bounds.Width || got.Bounds.Height != win.Bounds.Height {
