@@ -35,6 +35,9 @@ const (
 	KindForbidden           Kind = "forbidden"
 	KindPreconditionFailed  Kind = "precondition_failed"
 	KindLimitExceeded       Kind = "limit_exceeded"
+	// KindHostCapabilityMissing: something the bridge's own machine lacks
+	// (no browser for cua-bridge view --open).
+	KindHostCapabilityMissing Kind = "host_capability_missing"
 )
 
 // Error is the body of every failed spacesd call:

@@ -16,9 +16,9 @@ const (
 	PathStreamScreen  = "/v1/stream/screen"
 	PathStreamWindow  = "/v1/stream/windows/{id}"
 	PathStreamSession = "/v1/stream/sessions/{id}"
-	// PathViewer is where the built-in viewer page will be served, opened
-	// as PathViewer + "#ticket=...": a fragment never reaches a server's
-	// log. The page itself comes with issue 8.
+	// PathViewer is where the built-in viewer page is served (static
+	// files, no token), opened as PathViewer + "#ticket=...&offer=...": a
+	// fragment never reaches a server or its logs.
 	PathViewer = "/viewer/"
 )
 
@@ -31,6 +31,18 @@ const ContentTypeSDP = "application/sdp"
 const (
 	DefaultTicketTTLSeconds = 60
 	MaxTicketTTLSeconds     = 3600
+)
+
+// Ticket renewal: a viewer that opened its stream with a ticket is sent a
+// fresh ticket of the same target and mode (a control message "ticket")
+// when its control channel opens and every TicketRenewalInterval after,
+// each valid for TicketRenewalTTL (or as long as the ticket it came with,
+// if that is longer). A viewer that loses its connection (a network drop,
+// a restart of the daemon) reconnects with it while it is valid; one that
+// closed stops being renewed, and its last renewal dies soon after.
+const (
+	TicketRenewalTTL      = 5 * time.Minute
+	TicketRenewalInterval = time.Minute
 )
 
 // Stream frame rates: the default and the highest a viewer may ask for
@@ -49,7 +61,9 @@ const StreamCodec = "vp8"
 //   - pointer: unordered without retransmits (maxRetransmits 0); motion,
 //     where only the latest position matters.
 //   - control: keyframe requests and ping/pong for the round-trip time;
-//     the daemon tells the viewer of size changes here.
+//     the daemon tells the viewer of size changes, the pointer and
+//     renewals of its ticket here. Reliable and ordered (the cursor shapes
+//     a viewer keeps depend on it).
 //
 // A view-only viewer's input and pointer channels are closed by the daemon
 // as soon as they open.
@@ -137,13 +151,16 @@ type ViewerInput struct {
 
 // Control message types (channel control). A viewer sends keyframe and
 // ping; the daemon answers pong (echoing id and t, adding its own clock)
-// and sends size when the stream's frame size changes, and error when a
-// message of the viewer failed.
+// and sends size when the stream's frame size changes, cursor when the
+// pointer moves or changes shape, ticket to renew a viewer's ticket, and
+// error when a message of the viewer failed.
 const (
 	ControlKeyframe = "keyframe"
 	ControlPing     = "ping"
 	ControlPong     = "pong"
 	ControlSize     = "size"
+	ControlCursor   = "cursor"
+	ControlTicket   = "ticket"
 	ControlError    = "error"
 )
 
@@ -155,11 +172,51 @@ type ViewerControl struct {
 	ID int64   `json:"id,omitempty"`
 	T  float64 `json:"t,omitempty"`
 	// ServerMS is the daemon's clock (Unix ms) when it answered.
-	ServerMS int64  `json:"server_ms,omitempty"`
-	Width    int    `json:"width,omitempty"`
-	Height   int    `json:"height,omitempty"`
-	Error    *Error `json:"error,omitempty"`
+	ServerMS int64 `json:"server_ms,omitempty"`
+	Width    int   `json:"width,omitempty"`
+	Height   int   `json:"height,omitempty"`
+	// Cursor is the pointer (type cursor).
+	Cursor *ViewerCursor `json:"cursor,omitempty"`
+	// Ticket is a renewal of the viewer's ticket, valid until ExpiresAt
+	// (type ticket; see TicketRenewalTTL).
+	Ticket    string     `json:"ticket,omitempty"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	Error     *Error     `json:"error,omitempty"`
 }
+
+// ViewerCursor is the pointer as the viewer draws it over the video: the
+// stream's frames hold no cursor.
+type ViewerCursor struct {
+	// X and Y are the pointer's position in the stream's pixels (a
+	// window stream's own; the pointer may be outside the window).
+	X int `json:"x"`
+	Y int `json:"y"`
+	// Serial names the shape. A viewer keeps the last MaxCursorShapes
+	// shapes it was sent, by serial, in the order they came; the daemon
+	// sends a shape only with a serial the viewer does not keep.
+	Serial uint32       `json:"serial"`
+	Shape  *CursorShape `json:"shape,omitempty"`
+}
+
+// CursorShape is a cursor's image: its pixel (HotX, HotY) is where the
+// pointer is.
+type CursorShape struct {
+	Width  int `json:"width"`
+	Height int `json:"height"`
+	HotX   int `json:"hot_x"`
+	HotY   int `json:"hot_y"`
+	// PNG is the image (base64 in JSON). It is absent for a cursor too
+	// large to send, which a viewer draws as an ordinary arrow.
+	PNG []byte `json:"png,omitempty"`
+}
+
+// MaxCursorShapes is how many cursor shapes a viewer keeps (see
+// ViewerCursor.Serial); MaxCursorPNGBytes bounds one shape's image, so
+// that its message stays within what every WebRTC stack sends whole.
+const (
+	MaxCursorShapes   = 32
+	MaxCursorPNGBytes = 40 << 10
+)
 
 // maxCoordinate bounds x and y: X11 coordinates are 16-bit.
 const maxCoordinate = 1 << 15

@@ -12,6 +12,16 @@ bench() { # bench PKG REGEX BENCHTIME
 	$GO test -run '^$' -bench "$2" -benchtime "$3" -count "$COUNT" "$1" 2>&1 \
 		| grep -E '^(Benchmark|---|FAIL|panic)' || true
 }
+# need COMMAND PACKAGE FOR: a comparison's program, Debian's PACKAGE,
+# installed when COMMAND is missing and this runs as root; without it the
+# section FOR says what it lacks.
+need() {
+	command -v "$1" >/dev/null 2>&1 && return 0
+	{ [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; } || return 0
+	echo "bench: installing $2 for the $3 section"
+	(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$2") >/dev/null 2>&1 ||
+		echo "bench: $2 could not be installed; the $3 section says so"
+}
 
 section "exec /bin/true: spacesd over HTTP on loopback (target median <= 2 ms), each command in a cgroup of its own (containment=auto) and in a process group only (off), vs a direct fork/exec"
 bench ./spacesd/procsvc 'ExecTrueHTTP|ForkExecTrue' 2000x
@@ -53,15 +63,16 @@ bench ./capabilities/desktop 'InputLatency' 1s
 section "1920x1080 JPEG encode at quality 80: media/jpegenc (parallel bands, from RGBA and BGRX) vs image/jpeg on the same frame"
 bench ./media/jpegenc 'Encode1080p' 1s
 
-# The stream's CPU comparison is ffmpeg's x11grab + libvpx (DESIGN §5):
-# Debian's ffmpeg, installed when missing and this runs as root.
-if ! command -v ffmpeg >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-	echo "bench: installing ffmpeg for the stream comparison"
-	(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ffmpeg) >/dev/null 2>&1 ||
-		echo "bench: ffmpeg could not be installed; the stream section says so"
-fi
+# The stream's CPU comparison is ffmpeg's x11grab + libvpx (DESIGN §5).
+need ffmpeg ffmpeg stream
 section "desktop stream (bin/cua-spacesd, Xvfb, a pion viewer decoding every frame) at 1280x720 and 1920x1080, each figure beside its DESIGN §5 target; the CPU comparison (ffmpeg x11grab + libvpx on the same scrolling xterm) measured in the same run"
 $GO test -run '^$' -bench 'Stream1280x720|Stream1920x1080' -benchtime 1x -count 1 ./spacesd/streamsvc 2>&1 \
 	| grep -E '^(stream |Benchmark|---|FAIL|panic)' || true
 bench ./media/vp8 'Encode' 30x
 bench ./media/yuv 'Convert1080p' 1s
+
+# The viewer page's figures are Chromium's own (Debian's, as CI runs it).
+need chromium chromium "viewer page"
+section "the viewer page in headless Chromium (a daemon process streaming 1920x1080 Xvfb to the page): glass-to-glass p50 and p95 (requestVideoFrameCallback and a canvas read of a patch painted at a known time, to the frame handed to the compositor; target p50 <= 60 ms at 1080p) and input-to-photon p50 (a key pressed in the page, drawn by xterm, seen changed on the page; target <= 35 ms), each beside its target, with Chromium's own share of a frame"
+$GO test -run '^$' -bench 'ViewerChromium' -benchtime 1x -count 1 ./test/browser 2>&1 \
+	| grep -E '^(viewer |Benchmark|---|FAIL|panic|\s+\w+_test\.go:)' || true

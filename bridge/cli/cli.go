@@ -47,6 +47,8 @@ type Env struct {
 	// Clients builds the client of a Space (nil = registry.PlainClients):
 	// the CLI reaches Spaces the way the MCP tools do.
 	Clients registry.ClientFactory
+	// Getenv reads the environment (nil = os.Getenv): $BROWSER for view.
+	Getenv func(string) string
 }
 
 // Main runs one human subcommand with the process's stdin and returns the

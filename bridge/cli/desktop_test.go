@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/bridge/cli"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/media/rtc/rtctest"
 	"github.com/trycua/cua-spacesd/media/vp8"
@@ -78,19 +79,7 @@ func TestScreenshotOnXvfb(t *testing.T) {
 // TestViewPrintsViewerURL: on a Space that streams, view prints the
 // viewer URL with a fresh ticket in its fragment, which opens the stream.
 func TestViewPrintsViewerURL(t *testing.T) {
-	if !vp8.Available {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("this test binary has no VP8 encoder (%s), and CI=true requires it", vp8.Limitation)
-		}
-		t.Skip("no VP8 encoder in this build")
-	}
-	needTool(t, "Xvfb")
-	v, err := desktop.StartVirtual(t.Context(), desktop.VirtualOptions{Size: "640x480", NoWindowManager: true})
-	if err != nil {
-		t.Fatalf("start Xvfb: %v", err)
-	}
-	t.Cleanup(v.Close)
-	s := startSpace(t, spacesdtest.Options{Display: v.Display()})
+	s := streamingSpace(t)
 	r := run(t.Context(), s.home, "", "view", "dev", "--view-only")
 	if r.code != 0 || !strings.Contains(r.stderr, "640x480") || !strings.Contains(r.stderr, "view only") {
 		t.Fatalf("view: %+v", r)
@@ -104,5 +93,72 @@ func TestViewPrintsViewerURL(t *testing.T) {
 	res, err := rtctest.Post(t.Context(), q.Get("offer"), q.Get("ticket"), rc.Offer)
 	if err != nil || res.Status != http.StatusCreated {
 		t.Fatalf("offer with the printed ticket: %+v, %v", res, err)
+	}
+}
+
+// streamingSpace registers a Space that streams a 640x480 display.
+func streamingSpace(t *testing.T) *space {
+	t.Helper()
+	if !vp8.Available {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("this test binary has no VP8 encoder (%s), and CI=true requires it", vp8.Limitation)
+		}
+		t.Skip("no VP8 encoder in this build")
+	}
+	needTool(t, "Xvfb")
+	v, err := desktop.StartVirtual(t.Context(), desktop.VirtualOptions{Size: "640x480", NoWindowManager: true})
+	if err != nil {
+		t.Fatalf("start Xvfb: %v", err)
+	}
+	t.Cleanup(v.Close)
+	return startSpace(t, spacesdtest.Options{Display: v.Display()})
+}
+
+// TestViewOpenRunsTheBrowser: view --open hands the printed URL to the
+// first installed command of $BROWSER (a colon-separated list, %s
+// standing for the URL); one that fails makes view fail with what it
+// said, the URL still printed for the person to open. The openers here
+// are scripts that record their arguments: test/browser opens the link in
+// a real Chromium.
+func TestViewOpenRunsTheBrowser(t *testing.T) {
+	s := streamingSpace(t)
+	dir := t.TempDir()
+	got := filepath.Join(dir, "args")
+	opener := filepath.Join(dir, "opener")
+	failing := filepath.Join(dir, "failing")
+	if err := os.WriteFile(opener, []byte("#!/bin/sh\nprintf '%s\\n' \"$@\" > "+got+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(failing, []byte("#!/bin/sh\necho 'cannot open display' >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	view := func(browser string) result {
+		var out, errb syncBuffer
+		env := cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Home: s.home, Getenv: func(k string) string {
+			if k == "BROWSER" {
+				return browser
+			}
+			return os.Getenv(k)
+		}}
+		code := cli.Run(t.Context(), env, "view", []string{"dev", "--open"})
+		return result{code, out.String(), errb.String()}
+	}
+
+	r := view(filepath.Join(dir, "no-such-browser") + ":" + opener + " --new-window %s")
+	if r.code != 0 || !strings.Contains(r.stderr, "opened with "+opener) {
+		t.Fatalf("view --open: %+v", r)
+	}
+	b, err := os.ReadFile(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "--new-window\n" + strings.TrimSpace(r.stdout) + "\n"; string(b) != want || !strings.Contains(r.stdout, api.PathViewer+"#") {
+		t.Fatalf("the opener got %q, want %q", b, want)
+	}
+
+	r = view(failing)
+	if r.code != 1 || !strings.Contains(r.stderr, "host_capability_missing") || !strings.Contains(r.stderr, "cannot open display") ||
+		!strings.Contains(r.stdout, api.PathViewer+"#") {
+		t.Fatalf("view --open with a failing opener: %+v", r)
 	}
 }

@@ -8,17 +8,19 @@ import (
 	"github.com/trycua/cua-spacesd/api"
 )
 
-const viewUsage = "view SPACE [--window ID] [--view-only] [--ttl SECONDS]"
+const viewUsage = "view SPACE [--window ID] [--view-only] [--ttl SECONDS] [--open]"
 
 // runView prints the URL of the Space's desktop viewer with a fresh
 // ticket: the page takes the ticket from the URL's fragment, so opening
 // it never sends the ticket in a request line. A URL is what a person can
-// open anywhere (the bridge's machine may have no browser).
+// open anywhere (the bridge's machine may have no browser); --open also
+// opens it here.
 func (env Env) runView(ctx context.Context, args []string) int {
 	fs := env.newFlags("view", viewUsage)
 	window := fs.Uint("window", 0, "stream this window (an id from the windows list) instead of the screen")
 	viewOnly := fs.Bool("view-only", false, "a viewer that sees but cannot send input")
-	ttl := fs.Int("ttl", api.DefaultTicketTTLSeconds, "seconds the ticket opens the stream")
+	ttl := fs.Int("ttl", api.DefaultTicketTTLSeconds, "seconds the link opens the stream (an open viewer keeps reconnecting while it watches)")
+	open := fs.Bool("open", false, "open the link in the browser too: $BROWSER, else xdg-open (open on macOS); the link is then on the browser's command line for its short life")
 	pos, _, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -51,7 +53,15 @@ func (env Env) runView(ctx context.Context, args []string) int {
 	if ep.ViewOnly {
 		mode = "view only"
 	}
-	fmt.Fprintf(env.Stderr, "%dx%d %s, %s; the ticket opens the stream until %s\n",
+	fmt.Fprintf(env.Stderr, "%dx%d %s, %s; the link opens the stream until %s\n",
 		ep.FrameSize.Width, ep.FrameSize.Height, strings.ToUpper(ep.Codec), mode, ep.TicketExpiresAt.Local().Format("15:04:05"))
+	if *open {
+		name, err := openURL(ctx, env.getenv, env.Stderr, ep.ViewerURL)
+		if err != nil {
+			return env.fail(ExitFailure, api.Errorf(api.KindHostCapabilityMissing, "open the viewer: %v", err).
+				WithHint("open the URL above in a browser yourself"))
+		}
+		fmt.Fprintf(env.Stderr, "opened with %s\n", name)
+	}
 	return 0
 }

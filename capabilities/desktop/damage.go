@@ -14,23 +14,28 @@ import (
 // which costs one read instead of hundreds.
 const maxDamageRects = 64
 
-// initDamage makes the XDamage extension usable on the connection: the
-// extension and XFixes (whose regions carry the damage) must both be there
-// and agree to the versions this code speaks (Damage 1.1, XFixes 2.0 or
-// later).
-func (x *xconn) initDamage() bool {
-	if damage.Init(x.c) != nil || xfixes.Init(x.c) != nil {
+// initXFixes makes the XFixes extension usable on the connection, at
+// version 2.0 or later: its regions carry the damage, and its cursor
+// requests (images, notifications) are what a viewer draws the pointer
+// from.
+func (x *xconn) initXFixes() bool {
+	if xfixes.Init(x.c) != nil {
 		return false
 	}
-	// Both extensions refuse every other request until the version is
-	// agreed. XFixes is asked for its 5.0, the newest xgb speaks, so the
-	// cursor requests a viewer needs (cursor images, 2.0 and up) are not
-	// held to an older version later.
+	// The extension refuses every other request until the version is
+	// agreed. It is asked for its 5.0, the newest xgb speaks.
 	fv, err := xfixes.QueryVersion(x.c, 5, 0).Reply()
-	if err != nil || fv.MajorVersion < 2 {
+	return err == nil && fv.MajorVersion >= 2
+}
+
+// initDamage makes the XDamage extension usable on the connection: the
+// extension and XFixes (see initXFixes) must both be there and agree to
+// the versions this code speaks (Damage 1.1).
+func (x *xconn) initDamage() bool {
+	if !x.hasXFixes || damage.Init(x.c) != nil {
 		return false
 	}
-	_, err = damage.QueryVersion(x.c, 1, 1).Reply()
+	_, err := damage.QueryVersion(x.c, 1, 1).Reply()
 	return err == nil
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/jezek/xgb/composite"
 	"github.com/jezek/xgb/damage"
 	"github.com/jezek/xgb/shm"
+	"github.com/jezek/xgb/xfixes"
 	"github.com/jezek/xgb/xproto"
 	"github.com/jezek/xgb/xtest"
 
@@ -174,6 +175,7 @@ type xconn struct {
 
 	hasXTest     bool
 	hasComposite bool
+	hasXFixes    bool    // XFixes 2 is there: damage regions, the cursor
 	hasDamage    bool    // XDamage and XFixes 2 are there: captures can wait for changes
 	shm          *shmSeg // nil when MIT-SHM cannot be used
 	wmMu         sync.Mutex
@@ -184,6 +186,8 @@ type xconn struct {
 
 	damageMu   sync.Mutex
 	damageSubs map[damage.Damage]*damageTracker
+
+	cursor cursorSubs // the watchers of the cursor's shape
 
 	dead chan struct{} // closed when the event loop sees the connection end
 
@@ -235,6 +239,7 @@ func (x *xconn) setup(ctx context.Context) error {
 				}
 			}
 		}
+		x.hasXFixes = x.initXFixes()
 		x.hasDamage = x.initDamage()
 		return nil
 	})
@@ -317,6 +322,8 @@ func (x *xconn) eventLoop() {
 			x.clip.onProperty(e)
 		case damage.NotifyEvent:
 			x.onDamage(e)
+		case xfixes.CursorNotifyEvent:
+			x.onCursor()
 		case xproto.UnmapNotifyEvent:
 			x.onWindowGone(e.Window)
 		case xproto.DestroyNotifyEvent:

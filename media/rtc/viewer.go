@@ -39,7 +39,22 @@ type ViewerOptions struct {
 	Input Input
 	// OnClose is called once when the viewer ends, with why.
 	OnClose func(error)
+	// Control, when set, runs on a goroutine of its own once the viewer's
+	// control channel is open, until ctx ends with the viewer: it tells
+	// the viewer what the service knows besides pongs and sizes (the
+	// pointer, ticket renewals). send answers ErrControlBusy while the
+	// channel's send buffer is over MaxControlBuffered: a viewer that
+	// falls behind skips what a later message supersedes.
+	Control func(ctx context.Context, send func(api.ViewerControl) error)
 }
+
+// MaxControlBuffered is how much a viewer's control channel may hold
+// unsent before Control's messages are refused (ErrControlBusy).
+const MaxControlBuffered = 256 << 10
+
+// ErrControlBusy is the answer of a Control's send to a viewer that has
+// not taken what it was sent yet.
+var ErrControlBusy = errors.New("the viewer's control channel is full")
 
 // Viewer is one peer connection watching a pipeline.
 type Viewer struct {
@@ -52,6 +67,8 @@ type Viewer struct {
 
 	bitrate atomic.Int64 // the viewer's congestion controller's target, bit/s
 	once    sync.Once
+	// controlOnce starts opts.Control with the first control channel.
+	controlOnce sync.Once
 
 	mu      sync.Mutex
 	control *webrtc.DataChannel
@@ -188,6 +205,11 @@ func (v *Viewer) onDataChannel(dc *webrtc.DataChannel) {
 			if s := v.p.frameSize(); s.X > 0 {
 				v.sendSize(s.X, s.Y)
 			}
+			if v.opts.Control != nil {
+				v.controlOnce.Do(func() {
+					go v.opts.Control(v.ctx, func(m api.ViewerControl) error { return sendControl(dc, m) })
+				})
+			}
 		})
 		dc.OnMessage(func(m webrtc.DataChannelMessage) { v.onControl(dc, m.Data) })
 	default:
@@ -226,6 +248,22 @@ func (v *Viewer) sendSize(w, h int) {
 	if dc != nil && dc.ReadyState() == webrtc.DataChannelStateOpen {
 		send(dc, api.ViewerControl{Type: api.ControlSize, Width: w, Height: h})
 	}
+}
+
+// sendControl is send for a Control, which learns when the viewer is gone
+// or behind.
+func sendControl(dc *webrtc.DataChannel, m api.ViewerControl) error {
+	if dc.ReadyState() != webrtc.DataChannelStateOpen {
+		return errors.New("the viewer's control channel is closed")
+	}
+	if dc.BufferedAmount() > MaxControlBuffered {
+		return ErrControlBusy
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return dc.SendText(string(b))
 }
 
 func send(dc *webrtc.DataChannel, m api.ViewerControl) {

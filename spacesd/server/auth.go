@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -24,14 +27,22 @@ var ErrTokenRotated = errors.New("the token was rotated: requests and streams of
 // Auth holds the current bearer token and ends every session opened under a
 // token once that token is rotated away.
 type Auth struct {
-	mu         sync.Mutex
-	digest     [sha256.Size]byte // of the current token; the token itself is not kept
-	hasToken   bool
+	mu       sync.Mutex
+	digest   [sha256.Size]byte // of the current token; the token itself is not kept
+	hasToken bool
+	// generation counts the rotations of this process: a session belongs
+	// to one generation and ends when it is rotated away.
 	generation uint64
-	sessions   map[*session]struct{}
-	file       string
-	fileStamp  string
-	log        *slog.Logger
+	// epoch names the current token's installation, and is what a ticket
+	// carries (see Ticket.Epoch). Unlike generation it survives a restart
+	// of the daemon: a token file's comes from its change time and inode,
+	// which a rotation (even back to the same token) changes and a
+	// restart does not.
+	epoch     int64
+	sessions  map[*session]struct{}
+	file      string
+	fileStamp string
+	log       *slog.Logger
 }
 
 type session struct {
@@ -40,6 +51,8 @@ type session struct {
 }
 
 // NewAuth returns an Auth for a fixed token ("" means no auth: loopback only).
+// Its epoch is 0: a fixed token cannot be rotated but by Rotate, so a
+// daemon restarted with the same token accepts the tickets it minted.
 func NewAuth(token string, log *slog.Logger) *Auth {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -52,28 +65,62 @@ func NewAuth(token string, log *slog.Logger) *Auth {
 // NewFileAuth returns an Auth that reads the token from a file and follows
 // its changes (see Watch).
 func NewFileAuth(path string, log *slog.Logger) (*Auth, error) {
-	tok, stamp, err := readTokenFile(path)
+	tf, err := readTokenFile(path)
 	if err != nil {
 		return nil, err
 	}
-	a := NewAuth(tok, log)
-	a.file, a.fileStamp = path, stamp
+	a := NewAuth(tf.token, log)
+	a.file, a.fileStamp, a.epoch = path, tf.stamp, tf.epoch
 	return a, nil
 }
 
-// ReadTokenFile reads a token file: its first line, trimmed.
-func readTokenFile(path string) (token, stamp string, err error) {
-	b, err := os.ReadFile(path)
+// tokenFile is what one read of a token file found.
+type tokenFile struct {
+	token string
+	// stamp tells a changed token from the same one read again.
+	stamp string
+	// epoch names the file's installation (see fileEpoch).
+	epoch int64
+}
+
+// readTokenFile reads a token file: its first line, trimmed, and the
+// change time of the same open file, so that the two belong together.
+func readTokenFile(path string) (tokenFile, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return "", "", fmt.Errorf("token file %s: %w", path, err)
+		return tokenFile{}, fmt.Errorf("token file %s: %w", path, err)
+	}
+	defer f.Close()
+	epoch, err := fileEpoch(f)
+	if err != nil {
+		return tokenFile{}, fmt.Errorf("token file %s: %w", path, err)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenFileBytes))
+	if err != nil {
+		return tokenFile{}, fmt.Errorf("token file %s: %w", path, err)
 	}
 	tok := strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
 	if tok == "" {
-		return "", "", fmt.Errorf("token file %s is empty", path)
+		return tokenFile{}, fmt.Errorf("token file %s is empty", path)
 	}
 	sum := sha256.Sum256([]byte(tok))
-	return tok, string(sum[:]), nil
+	return tokenFile{token: tok, stamp: string(sum[:]), epoch: epoch}, nil
 }
+
+// mixEpoch folds what names a token file's installation into one number.
+func mixEpoch(ns int64, dev, ino uint64) int64 {
+	h := fnv.New64a()
+	var b [24]byte
+	binary.LittleEndian.PutUint64(b[0:], uint64(ns))
+	binary.LittleEndian.PutUint64(b[8:], dev)
+	binary.LittleEndian.PutUint64(b[16:], ino)
+	h.Write(b[:])
+	return int64(h.Sum64())
+}
+
+// maxTokenFileBytes bounds the read of a token file: a token is one short
+// line, and a path mistyped to a huge file must not be read whole.
+const maxTokenFileBytes = 64 << 10
 
 func (a *Auth) set(token string) {
 	a.hasToken = token != ""
@@ -131,11 +178,21 @@ func (a *Auth) Valid(gen uint64) bool {
 	return gen == a.generation
 }
 
-// Rotate installs a new token and ends every session of the old one.
-func (a *Auth) Rotate(token string) {
+// Rotate installs a new token and ends every session and ticket of the
+// old one. Its epoch is the time of the call: a rotation made here, not
+// through the token file, is this process's alone.
+func (a *Auth) Rotate(token string) { a.rotate(token, time.Now().UnixNano()) }
+
+func (a *Auth) rotate(token string, epoch int64) {
 	a.mu.Lock()
 	a.set(token)
 	a.generation++
+	if epoch == a.epoch {
+		// The new epoch must differ from the old one, or the old token's
+		// tickets would live on were it put back.
+		epoch++
+	}
+	a.epoch = epoch
 	old := a.sessions
 	a.sessions = map[*session]struct{}{}
 	a.mu.Unlock()
@@ -165,7 +222,7 @@ func (a *Auth) Watch(ctx context.Context) {
 }
 
 func (a *Auth) reload() {
-	tok, stamp, err := readTokenFile(a.file)
+	tf, err := readTokenFile(a.file)
 	if err != nil {
 		// Keep the old token: a half-written or briefly missing file must not
 		// open the daemon. The next poll tries again.
@@ -175,10 +232,10 @@ func (a *Auth) reload() {
 		return
 	}
 	a.mu.Lock()
-	changed := stamp != a.fileStamp
-	a.fileStamp = stamp
+	changed := tf.stamp != a.fileStamp
+	a.fileStamp = tf.stamp
 	a.mu.Unlock()
 	if changed {
-		a.Rotate(tok)
+		a.rotate(tf.token, tf.epoch)
 	}
 }

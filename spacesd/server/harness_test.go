@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"net"
+	"net/http"
 	"testing"
 
 	"github.com/trycua/cua-spacesd/api"
@@ -59,10 +60,10 @@ func serve(t *testing.T, cfg server.Config) *served {
 	s := &served{Server: srv, addr: ln.Addr().String(), stop: stop}
 	// Return a server that is up, its accept loop running and no
 	// connection left of the check: a test may take its baseline now.
-	c, err := net.Dial("tcp", s.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// An answer, not just a dial (the kernel completes a dial before
+	// anything accepts it), proves the accept loop runs.
+	c := dialRaw(t, s.addr)
+	c.mustGet(t, "/health", "", http.StatusOK)
 	_ = c.Close()
 	eventually(t, func() bool { total, _, _, _ := srv.ConnCounts(); return total == 0 })
 	return s

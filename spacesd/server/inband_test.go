@@ -300,7 +300,13 @@ func TestPendingUpgradeStaysAnonymous(t *testing.T) {
 	if _, _, err := pending.ReadMessage(); err == nil {
 		t.Fatal("the pending stream was not closed to make room")
 	}
+	// The newcomer's slot is free only once the daemon has seen it close:
+	// until then it may still be answering, not idle, so not evictable.
 	_ = c.Close()
+	eventually(t, func() bool {
+		_, anon, _, _ := s.ConnCounts()
+		return anon == 0
+	})
 
 	ok, _, err := websocket.DefaultDialer.Dial(url, nil)
 	if err != nil {

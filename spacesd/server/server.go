@@ -286,14 +286,14 @@ func (s *Server) authorize(r *http.Request, rt Route) (Caller, error) {
 		if rt.Ticket == "" {
 			return Caller{}, errTicketScope
 		}
-		t, err := s.auth.VerifyTicket(bearer, time.Now())
+		t, gen, err := s.auth.verifyTicket(bearer, time.Now())
 		if err != nil {
 			return Caller{}, err
 		}
 		if t.Scope != rt.Ticket {
 			return Caller{}, errTicketScope
 		}
-		return Caller{Generation: t.Generation, Ticket: &t}, nil
+		return Caller{Generation: gen, Ticket: &t}, nil
 	}
 	gen, ok := s.authenticate(r, rt.APIKey)
 	if !ok {

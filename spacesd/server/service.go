@@ -44,7 +44,8 @@ type Route struct {
 	// neither is a type a web page may send to another origin without
 	// asking first, so no page can reach a route by a plain form post.
 	Body string
-	// Public routes need no token (GET /health only).
+	// Public routes need no token: GET /health, and the viewer page's
+	// static files.
 	Public bool
 	// APIKey routes also take the token as X-API-Key (HeaderAPIKey), the
 	// header the clients of computer-server send it in.

@@ -30,8 +30,11 @@ type Ticket struct {
 	// Expires is when the ticket stops opening routes (Unix seconds on
 	// the wire).
 	Expires time.Time `json:"-"`
-	// Generation is the token generation it was minted under.
-	Generation uint64 `json:"g"`
+	// Epoch is the epoch of the token it was minted under (see Auth): a
+	// ticket opens routes only while that token is installed, so a
+	// rotation kills it, even one back to the same token, while a
+	// restart of the daemon with the same token does not.
+	Epoch int64 `json:"g"`
 }
 
 // TicketScopeStream is the scope of media tickets (desktop and window streams).
@@ -62,10 +65,10 @@ func (a *Auth) ticketKey() []byte {
 	return m.Sum(nil)
 }
 
-// MintTicket signs t under the current token; its Generation is set here.
+// MintTicket signs t under the current token; its Epoch is set here.
 func (a *Auth) MintTicket(t Ticket) (string, error) {
 	a.mu.Lock()
-	t.Generation = a.generation
+	t.Epoch = a.epoch
 	key := a.ticketKey()
 	a.mu.Unlock()
 	payload, err := json.Marshal(ticketWire{Ticket: t, Exp: t.Expires.Unix()})
@@ -89,48 +92,55 @@ var errBadTicket = api.Errorf(api.KindUnauthenticated, "the ticket is malformed 
 	WithHint("mint a new ticket with the Space's token (POST /v1/stream/tickets)")
 
 // VerifyTicket checks a presented ticket's signature, expiry and token
-// generation at now.
+// epoch at now.
 func (a *Auth) VerifyTicket(s string, now time.Time) (Ticket, error) {
+	t, _, err := a.verifyTicket(s, now)
+	return t, err
+}
+
+// verifyTicket is VerifyTicket answering also the generation of the token
+// the ticket was verified under, for the session of its request.
+func (a *Auth) verifyTicket(s string, now time.Time) (Ticket, uint64, error) {
 	rest, ok := strings.CutPrefix(s, ticketPrefix)
 	if !ok || len(s) > maxTicketBytes {
-		return Ticket{}, errBadTicket
+		return Ticket{}, 0, errBadTicket
 	}
 	p, mac, ok := strings.Cut(rest, ".")
 	if !ok {
-		return Ticket{}, errBadTicket
+		return Ticket{}, 0, errBadTicket
 	}
 	got, err := base64.RawURLEncoding.DecodeString(mac)
 	if err != nil {
-		return Ticket{}, errBadTicket
+		return Ticket{}, 0, errBadTicket
 	}
 	a.mu.Lock()
-	key, gen := a.ticketKey(), a.generation
+	key, epoch, gen := a.ticketKey(), a.epoch, a.generation
 	a.mu.Unlock()
 	// The signature first: nothing of an unsigned payload is believed.
 	if !hmac.Equal(got, sign(key, p)) {
 		// A ticket of an old token fails here: the key changed with it.
-		return Ticket{}, errBadTicket
+		return Ticket{}, 0, errBadTicket
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(p)
 	if err != nil {
-		return Ticket{}, errBadTicket
+		return Ticket{}, 0, errBadTicket
 	}
 	var w ticketWire
 	if err := json.Unmarshal(raw, &w); err != nil {
-		return Ticket{}, errBadTicket
+		return Ticket{}, 0, errBadTicket
 	}
 	t := w.Ticket
 	t.Expires = time.Unix(w.Exp, 0)
-	if t.Generation != gen {
+	if t.Epoch != epoch {
 		// The same token put back after a rotation: its old tickets stay dead.
-		return Ticket{}, api.Errorf(api.KindUnauthenticated, "the ticket was minted before the token was rotated").
+		return Ticket{}, 0, api.Errorf(api.KindUnauthenticated, "the ticket was minted before the token was rotated").
 			WithHint("mint a new ticket with the current token")
 	}
 	if !now.Before(t.Expires) {
-		return Ticket{}, api.Errorf(api.KindUnauthenticated, "the ticket expired at %s", t.Expires.UTC().Format(time.RFC3339)).
+		return Ticket{}, 0, api.Errorf(api.KindUnauthenticated, "the ticket expired at %s", t.Expires.UTC().Format(time.RFC3339)).
 			WithHint("mint a new ticket with the Space's token (POST /v1/stream/tickets)")
 	}
-	return t, nil
+	return t, gen, nil
 }
 
 // Caller is who made a request: the holder of the token (Ticket nil), or

@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -58,4 +60,68 @@ func TestTickets(t *testing.T) {
 	if _, err := a.VerifyTicket(fresh, now); err != nil {
 		t.Errorf("a ticket minted after the rotations: %v", err)
 	}
+}
+
+// TestTicketsOutliveARestart: a daemon restarted on the same token file
+// (a new Auth reading it) accepts the tickets the old one minted, also
+// those minted after a rotation; a rotation through the file still kills
+// them, and so does putting the old token back, across a restart too.
+func TestTicketsOutliveARestart(t *testing.T) {
+	now := time.Now()
+	file := filepath.Join(t.TempDir(), "token")
+	write := func(tok string) {
+		t.Helper()
+		// As secret managers do: write aside, rename over.
+		if err := os.WriteFile(file+".new", []byte(tok+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(file+".new", file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restart := func() *server.Auth {
+		t.Helper()
+		a, err := server.NewFileAuth(file, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	claims := server.Ticket{Scope: server.TicketScopeStream, Target: "screen", Expires: now.Add(time.Minute)}
+	mint := func(a *server.Auth) string {
+		t.Helper()
+		tk, err := a.MintTicket(claims)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tk
+	}
+	verify := func(what string, a *server.Auth, tk string, want bool) {
+		t.Helper()
+		_, err := a.VerifyTicket(tk, now)
+		if want && err != nil {
+			t.Errorf("%s: refused: %v", what, err)
+		}
+		if !want && api.KindOf(err) != api.KindUnauthenticated {
+			t.Errorf("%s: %v, want unauthenticated", what, err)
+		}
+	}
+
+	write("first-token")
+	a := restart()
+	first := mint(a)
+	verify("a ticket after a restart", restart(), first, true)
+
+	write("second-token")
+	a.Reload()
+	verify("a ticket of the token rotated away", a, first, false)
+	second := mint(a)
+	verify("a ticket minted after a rotation, after a restart", restart(), second, true)
+
+	write("first-token") // the first token put back
+	a.Reload()
+	verify("a ticket of the token put back", a, first, false)
+	verify("a ticket of the token put back, after a restart", restart(), first, false)
+	verify("a ticket of the token rotated away, after a restart", restart(), second, false)
+	verify("a fresh ticket, after a restart", restart(), mint(a), true)
 }

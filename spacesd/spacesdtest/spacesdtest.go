@@ -25,6 +25,9 @@ type Daemon struct {
 	Token  string
 	Client *client.Client
 	Server *server.Server
+	// Auth is what the daemon checks credentials with: a test rotates
+	// its token there.
+	Auth *server.Auth
 }
 
 // Options adjust the test daemon.
@@ -109,5 +112,5 @@ func Start(t testing.TB, opts Options) *Daemon {
 	if err != nil {
 		t.Fatalf("client: %v", err)
 	}
-	return &Daemon{URL: url, Token: tok, Client: c, Server: srv}
+	return &Daemon{URL: url, Token: tok, Client: c, Server: srv, Auth: auth}
 }

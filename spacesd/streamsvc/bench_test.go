@@ -20,6 +20,7 @@ import (
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
 	"github.com/trycua/cua-spacesd/media/rtc/rtctest"
 	"github.com/trycua/cua-spacesd/media/vp8"
+	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 	"github.com/trycua/cua-spacesd/spacesd/streamsvc"
 )
 
@@ -237,7 +238,7 @@ func benchStream(b *testing.B, w, h int) {
 			for {
 				select {
 				case f := <-frames:
-					if near(rgbAt(f.img, cx, cy), k) {
+					if desktoptest.NearRGB(rgbAt(f.img, cx, cy), k) {
 						g2g = append(g2g, f.at.Sub(t0))
 						break wait
 					}
@@ -287,7 +288,7 @@ func benchStream(b *testing.B, w, h int) {
 		_ = xterm.Process.Kill()
 		_ = xterm.Wait()
 
-		p50, p95 := percentile(g2g, 50), percentile(g2g, 95)
+		p50, p95 := spacesdtest.Percentile(g2g, 50), spacesdtest.Percentile(g2g, 95)
 		fmt.Printf("stream %dx%d: fps under motion %.1f (target >= 30 at 1080p)\n", w, h, fps)
 		fmt.Printf("stream %dx%d: CPU per stream under motion %.2f cores (target <= 0.5 at 1080p)\n", w, h, motion)
 		if ffCPU > 0 {
@@ -303,9 +304,9 @@ func benchStream(b *testing.B, w, h int) {
 		fmt.Printf("stream %dx%d: glass-to-glass (Go receiver) p50 %.1f ms p95 %.1f ms over %d samples (target p50 <= 25 ms)\n", w, h, ms(p50), ms(p95), len(g2g))
 		fmt.Printf("stream %dx%d: bitrate under motion %.0f kbit/s (congestion control's choice on loopback)\n", w, h, kbps)
 		fmt.Printf("stream %dx%d: still screen: keyframe %.0f KB, PLI to keyframe arrived p50 %.1f ms max %.1f ms (protocol bound 100 ms)\n",
-			w, h, float64(median(keyIdle))/1024, ms(percentile(pliIdle, 50)), ms(percentile(pliIdle, 100)))
+			w, h, float64(median(keyIdle))/1024, ms(spacesdtest.Percentile(pliIdle, 50)), ms(spacesdtest.Percentile(pliIdle, 100)))
 		fmt.Printf("stream %dx%d: keyframe under motion %.0f KB (median of %d), encoded in %.1f ms; PLI to keyframe arrived p50 %.1f ms max %.1f ms (protocol bound 100 ms)\n",
-			w, h, float64(median(keyBytes))/1024, len(keyBytes), keyEncodeMS, ms(percentile(pli, 50)), ms(percentile(pli, 100)))
+			w, h, float64(median(keyBytes))/1024, len(keyBytes), keyEncodeMS, ms(spacesdtest.Percentile(pli, 50)), ms(spacesdtest.Percentile(pli, 100)))
 		b.ReportMetric(fps, "fps")
 		b.ReportMetric(motion, "cores-motion")
 		b.ReportMetric(idle, "cores-idle")
@@ -354,15 +355,6 @@ func drain(ch chan decoded) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func percentile(ds []time.Duration, p int) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[min(len(s)-1, (len(s)*p)/100)]
-}
-
 func median(xs []int) int {
 	if len(xs) == 0 {
 		return 0
@@ -372,22 +364,7 @@ func median(xs []int) int {
 	return s[len(s)/2]
 }
 
-// procMetrics reads the stream counters of a daemon process.
+// procMetrics reads the metrics of a daemon process.
 func procMetrics(b *testing.B, dp *daemonProc) map[string]float64 {
-	req, _ := http.NewRequestWithContext(b.Context(), http.MethodGet, dp.url+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+dp.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		name, v, ok := strings.Cut(sc.Text(), " ")
-		if ok && strings.HasPrefix(name, "cua_spacesd_stream") {
-			out[name], _ = strconv.ParseFloat(v, 64)
-		}
-	}
-	return out
+	return spacesdtest.Metrics(b, dp.url, dp.token)
 }

@@ -1,12 +1,9 @@
 package streamsvc_test
 
 import (
-	"bufio"
 	"bytes"
 	"image"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -16,7 +13,6 @@ import (
 	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
 	"github.com/trycua/cua-spacesd/media/rtc/rtctest"
-	"github.com/trycua/cua-spacesd/media/vp8"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
@@ -25,18 +21,6 @@ import (
 // bound for a loaded CI machine, not a performance figure (those are in
 // the benchmarks).
 const frameTimeout = desktoptest.EventTimeout
-
-// requireEncoder skips without libvpx, and fails under CI=true.
-func requireEncoder(t testing.TB) {
-	t.Helper()
-	if vp8.Available {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("this test binary has no VP8 encoder (%s), and CI=true requires it", vp8.Limitation)
-	}
-	t.Skip("no VP8 encoder in this build")
-}
 
 type env struct {
 	display string
@@ -47,28 +31,9 @@ type env struct {
 // start runs a display of size and a daemon on it whose token can rotate.
 func start(t *testing.T, size string) *env {
 	t.Helper()
-	requireEncoder(t)
-	display := desktoptest.Start(t, desktoptest.Options{Size: size})
-	tok := spacesdtest.Token()
-	auth := server.NewAuth(tok, nil)
-	d := spacesdtest.Start(t, spacesdtest.Options{Display: display, Auth: auth})
-	d.Token = tok
-	c, err := client.New(d.URL, tok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Client = c
-	// Connect the daemon before any test X client (see desktopsvc's tests).
-	caps, err := d.Client.Capabilities(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []api.Feature{api.FeatureDesktopStream, api.FeatureWindowStream} {
-		if ok, lim := caps.Supports(f); !ok {
-			t.Fatalf("%s unsupported: %s", f, lim)
-		}
-	}
-	return &env{display: display, d: d, auth: auth}
+	spacesdtest.RequireEncoder(t)
+	display, d := spacesdtest.StartDesktop(t, size, api.FeatureDesktopStream, api.FeatureWindowStream)
+	return &env{display: display, d: d, auth: d.Auth}
 }
 
 // ticket mints a ticket with the token.
@@ -102,25 +67,11 @@ func (e *env) view(t *testing.T, path, bearer string, o rtctest.Options) (*rtcte
 // metric reads one value of the daemon's /metrics.
 func (e *env) metric(t *testing.T, name string) int64 {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, e.d.URL+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+e.d.Token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	v, ok := spacesdtest.Metrics(t, e.d.URL, e.d.Token)[name]
+	if !ok {
+		t.Fatalf("no metric %s", name)
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("metric %s = %q", name, v)
-			}
-			return int64(f)
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
+	return int64(v)
 }
 
 // decodeKey decodes a keyframe with x/image/vp8, the decoder independent
@@ -146,18 +97,6 @@ func rgbAt(img *image.YCbCr, x, y int) uint32 {
 	cr := float64(img.Cr[img.COffset(x, y)]) - 128
 	c := func(v float64) uint32 { return uint32(min(max(v, 0), 255) + 0.5) }
 	return c(1.164*yy+1.596*cr)<<16 | c(1.164*yy-0.392*cb-0.813*cr)<<8 | c(1.164*yy+2.017*cb)
-}
-
-// near compares colours channel by channel, within what lossy coding of
-// a flat area moves them.
-func near(a, b uint32) bool {
-	for shift := 0; shift <= 16; shift += 8 {
-		d := int(a>>shift&0xff) - int(b>>shift&0xff)
-		if d < -32 || d > 32 {
-			return false
-		}
-	}
-	return true
 }
 
 // eventually polls cond (see desktoptest.Eventually).

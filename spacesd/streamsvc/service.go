@@ -17,6 +17,7 @@ import (
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/media/rtc"
+	"github.com/trycua/cua-spacesd/media/viewer"
 	"github.com/trycua/cua-spacesd/media/vp8"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 )
@@ -58,6 +59,7 @@ type Service struct {
 	d        *desktop.Desktop
 	log      *slog.Logger
 	engine   *rtc.Engine // nil when the media cannot run (see limitation)
+	page     *viewer.Handler
 	conns    []interface{ Close() error }
 	captures server.Counter
 	// limitation says why the streams cannot run ("" when they can).
@@ -81,7 +83,7 @@ type session struct {
 func New(d *desktop.Desktop, o Options) server.NewService {
 	return func(h server.Host) (server.Service, error) {
 		s := &Service{host: h, d: d, log: h.Log.With("service", "stream"), sessions: map[string]session{},
-			captures: h.Metrics.Counter(MetricCaptures)}
+			captures: h.Metrics.Counter(MetricCaptures), page: viewer.New()}
 		s.base, s.stop = context.WithCancel(context.Background())
 		h.Metrics.Gauge(MetricStreams, func() float64 { return float64(s.streams()) })
 		h.Metrics.Gauge(MetricViewers, func() float64 { return float64(s.viewers()) })
@@ -162,6 +164,7 @@ func (s *Service) Routes() []server.Route {
 		{Method: http.MethodPost, Path: api.PathStreamWindow, Feature: api.FeatureWindowStream, Body: api.ContentTypeSDP,
 			Ticket: server.TicketScopeStream, Handler: s.offerWindow},
 		{Method: http.MethodDelete, Path: api.PathStreamSession, Ticket: server.TicketScopeStream, Handler: s.deleteSession},
+		s.viewerRoute(),
 	}
 }
 

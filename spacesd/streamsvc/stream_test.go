@@ -46,7 +46,7 @@ func checkQuarters(t *testing.T, what string, f rtctest.Frame, ox, oy int) {
 	img := decodeKey(t, f)
 	for _, q := range []desktoptest.Fill{desktoptest.Red, desktoptest.Green, desktoptest.Blue, desktoptest.White} {
 		x, y := ox+q.X+q.W/2, oy+q.Y+q.H/2
-		if got := rgbAt(img, x, y); !near(got, q.RGB) {
+		if got := rgbAt(img, x, y); !desktoptest.NearRGB(got, q.RGB) {
 			t.Errorf("%s: pixel (%d, %d) decodes to %06x, want %06x", what, x, y, got, q.RGB)
 		}
 	}
@@ -292,7 +292,7 @@ func iconify(t *testing.T, xc *desktoptest.XClient) {
 // address instead of the host's (and a viewer connects to it), and
 // ICE-TCP adds passive TCP candidates.
 func TestMediaOptions(t *testing.T) {
-	requireEncoder(t)
+	spacesdtest.RequireEncoder(t)
 	display := desktoptest.Start(t, desktoptest.Options{Size: "320x240", NoWindowManager: true})
 	// 127.0.0.2 stands for the public address: it is on loopback too, so
 	// a viewer here still reaches it.

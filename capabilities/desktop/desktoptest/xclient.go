@@ -35,6 +35,23 @@ type Fill struct {
 	RGB        uint32
 }
 
+// nearChannel is how far one channel of a fill's colour may move in a
+// picture of it that went through a lossy video codec (a flat area) and a
+// decoder's colour conversion.
+const nearChannel = 32
+
+// NearRGB tells whether two 0xRRGGBB colours are the same fill's, seen
+// through a lossy video codec: each channel within nearChannel.
+func NearRGB(a, b uint32) bool {
+	for shift := 0; shift <= 16; shift += 8 {
+		d := int(a>>shift&0xff) - int(b>>shift&0xff)
+		if d < -nearChannel || d > nearChannel {
+			return false
+		}
+	}
+	return true
+}
+
 // The four quarters of a 200x200 test window, in colours no theme uses.
 var (
 	Red   = Fill{0, 0, 100, 100, 0xff0000}
@@ -105,6 +122,34 @@ func (xc *XClient) Fill(f Fill) {
 	xc.draw(f)
 	_, _ = xproto.GetInputFocus(xc.C).Reply()
 }
+
+// SetGlyphCursor gives the window a cursor of X's cursor font (glyph is
+// its index in X11/cursorfont.h; its mask is the next glyph), as apps set
+// a hand over a link or a text beam over text.
+func (xc *XClient) SetGlyphCursor(t testing.TB, glyph uint16) {
+	t.Helper()
+	fid, err := xc.C.NewId()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cid, err := xc.C.NewId()
+	if err != nil {
+		t.Fatal(err)
+	}
+	font, cursor := xproto.Font(fid), xproto.Cursor(cid)
+	if err := xproto.OpenFontChecked(xc.C, font, uint16(len("cursor")), "cursor").Check(); err != nil {
+		t.Fatalf("open the cursor font: %v", err)
+	}
+	if err := xproto.CreateGlyphCursorChecked(xc.C, cursor, font, font, glyph, glyph+1, 0, 0, 0, 0xffff, 0xffff, 0xffff).Check(); err != nil {
+		t.Fatalf("create the glyph cursor: %v", err)
+	}
+	if err := xproto.ChangeWindowAttributesChecked(xc.C, xc.Win, xproto.CwCursor, []uint32{uint32(cursor)}).Check(); err != nil {
+		t.Fatalf("set the window's cursor: %v", err)
+	}
+}
+
+// CursorHand2 is the hand of X's cursor font.
+const CursorHand2 = 60
 
 // loop repaints on Expose and hands every other event to the test.
 func (xc *XClient) loop() {
@@ -179,10 +224,18 @@ const EventTimeout = 20 * time.Second
 // Eventually polls cond until it holds, failing the test after EventTimeout.
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(EventTimeout)
+	EventuallyWithin(t, what, EventTimeout, cond)
+}
+
+// EventuallyWithin is Eventually with a bound of its own, for effects
+// that take a heavier program than the X server (a browser) through
+// several steps on a loaded machine.
+func EventuallyWithin(t testing.TB, what string, bound time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s did not happen within %s", what, EventTimeout)
+			t.Fatalf("%s did not happen within %s", what, bound)
 		}
 		time.Sleep(20 * time.Millisecond) // polling interval of the eventually loop
 	}

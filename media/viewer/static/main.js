@@ -1,0 +1,121 @@
+// The viewer page: reads its link, connects, shows the stream, draws the
+// Space's cursor and, unless the ticket is view only, sends input.
+
+import { readLink } from './link.js';
+import { Session } from './session.js';
+import { Input } from './input.js';
+import { CursorView } from './cursor.js';
+import { Hud } from './hud.js';
+import { frameRect, toStream } from './geometry.js';
+
+function main() {
+	// A new link opened in this tab changes only the fragment, which
+	// loads nothing: start again with it.
+	window.addEventListener('hashchange', () => {
+		if (new URLSearchParams(location.hash.slice(1)).has('ticket')) {
+			location.reload();
+		}
+	});
+	const $ = (id) => document.getElementById(id);
+	const hud = new Hud(document);
+	const stage = $('stage');
+	const video = $('video');
+	const field = $('keys');
+	let storage = null;
+	try {
+		storage = window.sessionStorage;
+	} catch {
+		// storage off: a reload then needs the link again
+	}
+	const store = storage || { getItem: () => null, setItem: () => {} };
+
+	if (typeof RTCPeerConnection !== 'function') {
+		hud.fail('link', 'This browser cannot show the stream', 'It has no WebRTC. Open the link in a current Chrome, Firefox, Safari or Edge.');
+		return;
+	}
+	const link = readLink(window.location, window.history, store);
+	if (link.error) {
+		hud.fail('link', 'This link cannot be opened', link.error);
+		return;
+	}
+	const viewOnly = link.claims.viewOnly;
+	if (viewOnly) {
+		hud.viewOnly();
+	}
+
+	const cursor = new CursorView($('cursor'), video);
+	let input = null;
+	const session = new Session({
+		link, hud, storage: store,
+		on: {
+			track(stream) {
+				if (video.srcObject !== stream) {
+					video.srcObject = stream;
+				}
+				video.play().catch(() => {});
+			},
+			control(m) {
+				if (m.type === 'cursor' && m.cursor) {
+					cursor.onMessage(m.cursor);
+				}
+			},
+			connected() {
+				if (input) {
+					input.reset();
+				}
+			},
+			error(text) {
+				hud.flash(text);
+			},
+		},
+	});
+
+	// The text field follows the pointer, so that an IME opens its window
+	// where the person works.
+	const placeField = (x, y) => {
+		field.style.transform = `translate(${Math.round(x)}px, ${Math.round(y)}px)`;
+	};
+	if (viewOnly) {
+		// Nothing goes to the Space; over the picture the local pointer
+		// gives way to the Space's cursor all the same, so that one pointer
+		// shows, where the Space has it.
+		stage.addEventListener('pointermove', (e) => {
+			const g = frameRect(video);
+			stage.classList.toggle('over', !!g && toStream(g, e.clientX, e.clientY).inside);
+		});
+	} else {
+		input = new Input({
+			stage, video, field,
+			send: (label, msg) => session.send(label, msg),
+			backlog: (label) => session.backlog(label),
+			onPointer: (x, y) => {
+				cursor.onLocal(x, y);
+				placeField(x, y);
+			},
+			notice: (text) => hud.flash(text),
+		});
+		input.attach();
+	}
+	stage.addEventListener('pointermove', (e) => {
+		if (e.clientY < 64) {
+			hud.wake();
+		}
+	});
+
+	$('fullscreen').addEventListener('click', async () => {
+		if (document.fullscreenElement) {
+			await document.exitFullscreen().catch(() => {});
+			return;
+		}
+		await document.documentElement.requestFullscreen().catch(() => {});
+		// In full screen the Space gets Escape, Alt+Tab and the like too.
+		if (navigator.keyboard && navigator.keyboard.lock) {
+			navigator.keyboard.lock().catch(() => {});
+		}
+		field.focus({ preventScroll: true });
+	});
+	video.addEventListener('resize', () => cursor.schedule());
+	session.start();
+}
+
+main();

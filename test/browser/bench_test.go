@@ -1,0 +1,258 @@
+package browser_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/api/client"
+	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
+	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
+)
+
+// The viewer benchmarks: a daemon process (the test binary as one, see
+// runDaemon) streams a 1920x1080 Xvfb to the viewer page in headless
+// Chromium, and the page's own clock times what it shows, read back over
+// DevTools. Each figure is printed beside its DESIGN §5 target. Run with
+// make bench, or:
+//
+//	go test -run '^$' -bench Viewer -benchtime 1x ./test/browser
+const (
+	g2gSamples    = 40
+	photonSamples = 30
+	sampleTimeout = 5 * time.Second
+)
+
+// benchHooks watch the video frame by frame (requestVideoFrameCallback)
+// with a canvas read of the frame being shown, and stamp a frame with its
+// presentationTime: when Chromium handed it, decoded, to the compositor,
+// the last moment a page can observe. (Its expectedDisplayTime would be
+// the glass, but headless Chromium has no display, and its estimate jumps
+// by hundreds of milliseconds either way; a real display adds at most one
+// refresh, 16.7 ms at 60 Hz.)
+//   - g: the first frame whose pixel (x, y) is near the colour want, on the
+//     wall clock (timeOrigin + a performance time);
+//   - i: the first frame whose region (x, y, w, h) differs from the one it
+//     was armed on, relative to the keydown before it.
+const benchHooks = `(() => {
+	const v = document.getElementById('video');
+	const px = new OffscreenCanvas(1, 1).getContext('2d', { willReadFrequently: true });
+	const g = { want: null, x: 0, y: 0, k: -1, seen: {} };
+	const i = { armed: false, key: 0, base: '', rect: [0, 0, 1, 1], seen: [] };
+	const region = (src) => {
+		const [x, y, w, h] = i.rect;
+		const c = new OffscreenCanvas(w, h).getContext('2d', { willReadFrequently: true });
+		c.drawImage(src, x, y, w, h, 0, 0, w, h);
+		const d = c.getImageData(0, 0, w, h).data;
+		let s = 0;
+		for (let j = 0; j < d.length; j += 4) s = (s * 31 + d[j] + d[j + 1] * 3 + d[j + 2] * 7) | 0;
+		return String(s);
+	};
+	const near = (d, c) => Math.abs(d[0] - c[0]) <= 32 && Math.abs(d[1] - c[1]) <= 32 && Math.abs(d[2] - c[2]) <= 32;
+	window.addEventListener('keydown', (e) => { if (i.armed && !i.key) i.key = e.timeStamp; }, true);
+	const frame = (now, meta) => {
+		if (g.want) {
+			px.drawImage(v, g.x, g.y, 1, 1, 0, 0, 1, 1);
+			if (near(px.getImageData(0, 0, 1, 1).data, g.want)) {
+				g.seen[g.k] = performance.timeOrigin + meta.presentationTime;
+				g.want = null;
+			}
+		}
+		if (i.armed && i.key && region(v) !== i.base) {
+			i.seen.push(meta.presentationTime - i.key);
+			i.armed = false;
+		}
+		v.requestVideoFrameCallback(frame);
+	};
+	v.requestVideoFrameCallback(frame);
+	window.__bench = {
+		g, i,
+		arm(rect) { i.rect = rect; i.base = region(v); i.key = 0; i.armed = true; },
+	};
+})()`
+
+// wallOffset is the page's wall clock (timeOrigin + now) minus ours, in
+// ms, bracketed by the DevTools round trip.
+func wallOffset(p *page) float64 {
+	p.t.Helper()
+	best, off := time.Hour, 0.0
+	for range 5 {
+		t0 := time.Now()
+		pageNow := value[float64](p, `performance.timeOrigin + performance.now()`)
+		t1 := time.Now()
+		if rt := t1.Sub(t0); rt < best {
+			best = rt
+			mid := t0.Add(rt / 2)
+			off = pageNow - float64(mid.UnixMicro())/1000
+		}
+	}
+	return off
+}
+
+func BenchmarkViewerChromium1920x1080(b *testing.B) {
+	spacesdtest.RequireEncoder(b)
+	desktoptest.Require(b, "xterm")
+	for range b.N {
+		benchViewer(b, 1920, 1080)
+	}
+}
+
+func benchViewer(b *testing.B, w, h int) {
+	br := startBrowser(b)
+	display := desktoptest.Start(b, desktoptest.Options{Size: fmt.Sprintf("%dx%d", w, h)})
+	tokenFile := filepath.Join(b.TempDir(), "token")
+	tok := spacesdtest.Token()
+	if err := os.WriteFile(tokenFile, []byte(tok), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	d := startDaemonProc(b, display, tokenFile)
+	c, err := client.New(d.url, tok)
+	if err != nil {
+		b.Fatal(err)
+	}
+	title := desktoptest.RandomWord(b)
+	xc := desktoptest.NewXClient(b, display, title, 100, 100, []desktoptest.Fill{{W: 100, H: 100, RGB: 0x000000}})
+	patch := waitWindow(b, c, title)
+	term, err := c.LaunchApp(b.Context(), api.LaunchRequest{
+		Argv: []string{"xterm", "-T", title + "-term", "-geometry", "40x4", "-e", "/bin/sh", "-c", "exec cat > /dev/null"}, WaitForWindow: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tw := *term.Window
+	time.Sleep(time.Second) // the window manager's drawing settles
+
+	ep, err := c.StreamEndpoint(b.Context(), api.TicketRequest{TTLSeconds: 600}, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := br.newPage(b, w, h, 1)
+	p.connect(ep.ViewerURL)
+	p.waitFrames("frames decoded", 10)
+	if err := p.eval(benchHooks, nil); err != nil {
+		b.Fatal(err)
+	}
+
+	// Glass to glass: paint a colour at t0 (the X server has drawn it when
+	// Fill returns), find the first frame on the page that shows it.
+	colours := []uint32{0xff0000, 0x00ff00, 0x0000ff, 0xffff00, 0x00ffff, 0xff00ff, 0xffffff, 0x000000}
+	cx, cy := patch.Bounds.X+50, patch.Bounds.Y+50
+	off := wallOffset(p)
+	rx0 := receiverStats(p)
+	var g2g []time.Duration
+	misses := 0
+	for k := range g2gSamples {
+		col := colours[(k+1)%len(colours)]
+		if err := p.eval(fmt.Sprintf(`(() => { const g = window.__bench.g; g.x = %d; g.y = %d; g.k = %d; g.want = [%d, %d, %d]; })()`,
+			cx, cy, k, col>>16, col>>8&0xff, col&0xff), nil); err != nil {
+			b.Fatal(err)
+		}
+		t0 := time.Now()
+		xc.Fill(desktoptest.Fill{W: 100, H: 100, RGB: col})
+		var at float64
+		deadline := time.Now().Add(sampleTimeout)
+		for at == 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+			at = value[float64](p, fmt.Sprintf(`window.__bench.g.seen[%d] || 0`, k))
+		}
+		if at == 0 {
+			misses++
+			continue
+		}
+		g2g = append(g2g, time.Duration((at-off-float64(t0.UnixMicro())/1000)*float64(time.Millisecond)))
+		time.Sleep(50 * time.Millisecond)
+	}
+	drift := wallOffset(p) - off
+	rx := receiverStats(p).since(rx0)
+
+	// Input to photon: a key pressed in the page (a character, then the
+	// BackSpace that erases it, in turn), typed by the daemon into the
+	// xterm, drawn there, captured, sent, and seen changed on the page.
+	tx, ty := pagePoint(w, h, w, h, tw.Bounds.X+tw.Bounds.Width/2, tw.Bounds.Y+tw.Bounds.Height/2)
+	p.click(tx, ty, "left", 1) // the focus to the xterm
+	time.Sleep(300 * time.Millisecond)
+	// The first text row's first cells, in the xterm's "fixed" 6x13 font.
+	rect := fmt.Sprintf("[%d, %d, 60, 13]", tw.Bounds.X+2, tw.Bounds.Y+2)
+	var photon []time.Duration
+	for k := range photonSamples {
+		if err := p.eval(`window.__bench.arm(`+rect+`)`, nil); err != nil {
+			b.Fatal(err)
+		}
+		if k%2 == 0 {
+			p.typeASCII("x")
+		} else {
+			p.press(keyBackspace)
+		}
+		n := 0
+		deadline := time.Now().Add(sampleTimeout)
+		for n <= len(photon) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+			n = value[int](p, `window.__bench.i.seen.length`)
+		}
+		if n > len(photon) {
+			ms := value[float64](p, fmt.Sprintf(`window.__bench.i.seen[%d]`, n-1))
+			photon = append(photon, time.Duration(ms*float64(time.Millisecond)))
+		}
+		time.Sleep(150 * time.Millisecond) // the screen settles between keys
+	}
+
+	g50, g95 := spacesdtest.Percentile(g2g, 50), spacesdtest.Percentile(g2g, 95)
+	i50, i95 := spacesdtest.Percentile(photon, 50), spacesdtest.Percentile(photon, 95)
+	fmt.Printf("viewer %dx%d: glass-to-glass in Chromium p50 %.1f ms p95 %.1f ms over %d samples, %d missed (target p50 <= 60 ms at 1080p); to the frame handed to the compositor, a display adding at most one refresh (16.7 ms at 60 Hz); clocks drifted %.2f ms meanwhile\n",
+		w, h, ms(g50), ms(g95), len(g2g), misses, drift)
+	fmt.Printf("viewer %dx%d: input-to-photon in Chromium p50 %.1f ms p95 %.1f ms over %d keys of %d (target p50 <= 35 ms; the reference product 34-36 ms); from the page's keydown to the frame handed to the compositor, likewise\n",
+		w, h, ms(i50), ms(i95), len(photon), photonSamples)
+	fmt.Printf("viewer %dx%d: Chromium's share of a frame meanwhile (getStats, mean of %d frames): receive to decoded %.1f ms, of which the jitter buffer %.1f ms and decoding %.1f ms\n",
+		w, h, int(rx.FramesDecoded), rx.per(rx.TotalProcessingDelay, rx.FramesDecoded), rx.per(rx.JitterBufferDelay, rx.JitterBufferEmittedCount), rx.per(rx.TotalDecodeTime, rx.FramesDecoded))
+	b.ReportMetric(ms(g50), "ms-g2g-p50")
+	b.ReportMetric(ms(g95), "ms-g2g-p95")
+	b.ReportMetric(ms(i50), "ms-input-photon-p50")
+	p.noErrors()
+}
+
+// waitWindow waits until the daemon lists the window titled title.
+func waitWindow(t testing.TB, c *client.Client, title string) api.Window {
+	t.Helper()
+	var win api.Window
+	desktoptest.Eventually(t, "window "+title+" shown", func() bool {
+		ws, err := c.Windows(t.Context(), title)
+		if err == nil && len(ws) == 1 && ws[0].OnScreen {
+			win = ws[0]
+		}
+		return win.WindowID != 0
+	})
+	return win
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// rxStats are the video receiver's counters of getStats (seconds, frames).
+type rxStats struct {
+	FramesDecoded, JitterBufferEmittedCount                  float64
+	TotalDecodeTime, JitterBufferDelay, TotalProcessingDelay float64
+}
+
+func receiverStats(p *page) rxStats {
+	p.t.Helper()
+	return value[rxStats](p, `(async () => {
+		let r = {};
+		(await window.__test.pcs.at(-1).getStats()).forEach((s) => { if (s.type === 'inbound-rtp' && s.kind === 'video') r = s; });
+		return { FramesDecoded: r.framesDecoded || 0, JitterBufferEmittedCount: r.jitterBufferEmittedCount || 0,
+			TotalDecodeTime: r.totalDecodeTime || 0, JitterBufferDelay: r.jitterBufferDelay || 0, TotalProcessingDelay: r.totalProcessingDelay || 0 };
+	})()`)
+}
+
+func (a rxStats) since(b rxStats) rxStats {
+	return rxStats{a.FramesDecoded - b.FramesDecoded, a.JitterBufferEmittedCount - b.JitterBufferEmittedCount,
+		a.TotalDecodeTime - b.TotalDecodeTime, a.JitterBufferDelay - b.JitterBufferDelay, a.TotalProcessingDelay - b.TotalProcessingDelay}
+}
+
+// per is a total of seconds per count, in ms.
+func (rxStats) per(total, count float64) float64 {
+	if count == 0 {
+		return 0
+	}
+	return total / count * 1000
+}
