@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -51,6 +53,113 @@ const (
 	DefaultStreamFPS = 30
 	MaxStreamFPS     = 60
 )
+
+// Stream frame sizes a viewer may ask for with ?max_width= and
+// ?max_height=: a bound under MinStreamDimension makes a frame no one can
+// read (and VP8 codes 16x16 blocks), and VP8's header holds 14 bits of
+// each side.
+const (
+	MinStreamDimension = 16
+	MaxStreamDimension = 16383
+)
+
+// The query parameters of a WHEP offer.
+const (
+	QueryMaxFPS    = "max_fps"
+	QueryMaxWidth  = "max_width"
+	QueryMaxHeight = "max_height"
+)
+
+// StreamOptions are what a viewer asks of a stream in its offer's query:
+// ?max_fps=&max_width=&max_height=. A zero field is the default: 30 fps,
+// no bound on a side.
+type StreamOptions struct {
+	MaxFPS    int
+	MaxWidth  int
+	MaxHeight int
+}
+
+// ParseStreamQuery reads the options of an offer's query. Parameters it
+// does not name are left to others (WHEP clients may add their own); a
+// value that is not an integer in its range, or is given twice, is
+// invalid_argument. Defaults are left zero.
+func ParseStreamQuery(q url.Values) (StreamOptions, error) {
+	var o StreamOptions
+	for _, p := range []struct {
+		name   string
+		lo, hi int
+		to     *int
+	}{
+		{QueryMaxFPS, 1, MaxStreamFPS, &o.MaxFPS},
+		{QueryMaxWidth, MinStreamDimension, MaxStreamDimension, &o.MaxWidth},
+		{QueryMaxHeight, MinStreamDimension, MaxStreamDimension, &o.MaxHeight},
+	} {
+		vs, ok := q[p.name]
+		if !ok {
+			continue
+		}
+		if len(vs) != 1 {
+			return StreamOptions{}, Errorf(KindInvalidArgument, "query parameter %s is given %d times: give it once", p.name, len(vs))
+		}
+		v, err := strconv.Atoi(vs[0])
+		if err != nil || v < p.lo || v > p.hi {
+			return StreamOptions{}, Errorf(KindInvalidArgument, "query parameter %s=%.32q must be an integer from %d to %d", p.name, vs[0], p.lo, p.hi)
+		}
+		*p.to = v
+	}
+	return o, nil
+}
+
+// Query is the offer query that asks for o ("" for the defaults), which
+// ParseStreamQuery reads back as o.
+func (o StreamOptions) Query() string {
+	q := url.Values{}
+	for _, p := range []struct {
+		name string
+		v    int
+	}{{QueryMaxFPS, o.MaxFPS}, {QueryMaxWidth, o.MaxWidth}, {QueryMaxHeight, o.MaxHeight}} {
+		if p.v != 0 {
+			q.Set(p.name, strconv.Itoa(p.v))
+		}
+	}
+	return q.Encode()
+}
+
+// StreamScale is the scale of the frames of a w x h target for a viewer
+// that asked for at most maxWidth x maxHeight (0: no bound on that side):
+// num frame pixels per den target pixels on both axes, in lowest terms.
+// The aspect ratio is kept, the tighter bound decides, and a stream is
+// never scaled up: 1/1 when the target fits. The frame is StreamFrameSize.
+//
+// The coordinate rule is a scaled screenshot's: frame pixel x covers
+// target pixels [x*den/num, (x+1)*den/num), and input at frame point x
+// lands on target pixel floor((x+0.5)*den/num).
+func StreamScale(w, h, maxWidth, maxHeight int) (num, den int) {
+	fitsW := maxWidth <= 0 || w <= maxWidth
+	fitsH := maxHeight <= 0 || h <= maxHeight
+	switch {
+	case fitsW && fitsH || w <= 0 || h <= 0:
+		return 1, 1
+	case fitsH || !fitsW && int64(maxWidth)*int64(h) <= int64(maxHeight)*int64(w):
+		num, den = maxWidth, w // the width binds
+	default:
+		num, den = maxHeight, h
+	}
+	a, b := num, den
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return num / a, den / a
+}
+
+// StreamFrameSize is the size of the frames StreamScale gives: each side
+// times num/den rounded down (every frame pixel then covers target pixels
+// only), at least 1.
+func StreamFrameSize(w, h, maxWidth, maxHeight int) Size {
+	num, den := StreamScale(w, h, maxWidth, maxHeight)
+	side := func(v int) int { return int(max(1, int64(v)*int64(num)/int64(den))) }
+	return Size{Width: side(w), Height: side(h)}
+}
 
 // StreamCodec is the only video codec of the streams.
 const StreamCodec = "vp8"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/trycua/cua-spacesd/api"
@@ -18,23 +17,33 @@ func (c *Client) StreamTicket(ctx context.Context, req api.TicketRequest) (*api.
 }
 
 // StreamEndpoint mints a ticket for a stream and answers the absolute
-// URLs a viewer uses with it; maxFPS 0 = the daemon's default.
-func (c *Client) StreamEndpoint(ctx context.Context, req api.TicketRequest, maxFPS int) (*api.StreamEndpoint, error) {
+// URLs a viewer uses with it, the offer URL asking for o (zero fields:
+// the daemon's defaults). FrameSize is the size of the frames o asks for
+// now (the target's, scaled down to o's bounds). Options out of range are
+// invalid_argument here, before a ticket is minted.
+func (c *Client) StreamEndpoint(ctx context.Context, req api.TicketRequest, o api.StreamOptions) (*api.StreamEndpoint, error) {
+	query := o.Query()
+	if q, err := url.ParseQuery(query); err != nil {
+		return nil, api.Errorf(api.KindInvalidArgument, "stream options %+v: %v", o, err)
+	} else if _, err := api.ParseStreamQuery(q); err != nil {
+		return nil, err
+	}
 	t, err := c.StreamTicket(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	base := strings.TrimRight(c.BaseURL(), "/")
 	offer := base + t.OfferPath
-	if maxFPS > 0 {
-		offer += "?max_fps=" + strconv.Itoa(maxFPS)
+	if query != "" {
+		offer += "?" + query
 	}
 	// The page reads both from its fragment: the ticket never travels in
-	// a request line, and the offer URL tells it the target and rate.
+	// a request line, and the offer URL tells it the target, rate and size.
 	fragment := url.Values{"ticket": {t.Ticket}, "offer": {offer}}.Encode()
 	return &api.StreamEndpoint{
 		ViewerURL: base + api.PathViewer + "#" + fragment, OfferURL: offer,
-		Ticket: t.Ticket, TicketExpiresAt: t.ExpiresAt, Codec: t.Codec, FrameSize: t.FrameSize,
-		WindowID: t.WindowID, ViewOnly: t.ViewOnly,
+		Ticket: t.Ticket, TicketExpiresAt: t.ExpiresAt, Codec: t.Codec,
+		FrameSize: api.StreamFrameSize(t.FrameSize.Width, t.FrameSize.Height, o.MaxWidth, o.MaxHeight),
+		WindowID:  t.WindowID, ViewOnly: t.ViewOnly,
 	}, nil
 }

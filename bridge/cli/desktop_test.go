@@ -94,6 +94,14 @@ func TestViewPrintsViewerURL(t *testing.T) {
 	if err != nil || res.Status != http.StatusCreated {
 		t.Fatalf("offer with the printed ticket: %+v, %v", res, err)
 	}
+	// A smaller stream: its size is printed, and its offer URL asks for it.
+	if r := run(t.Context(), s.home, "", "view", "dev", "--max-width", "320"); r.code != 0 || !strings.Contains(r.stderr, "320x240") ||
+		!strings.Contains(r.stdout, url.QueryEscape("?max_width=320")) {
+		t.Fatalf("view --max-width 320: %+v", r)
+	}
+	if r := run(t.Context(), s.home, "", "view", "dev", "--max-height", "8"); r.code == 0 || !strings.Contains(r.stderr, "max_height") {
+		t.Fatalf("view --max-height 8: %+v", r)
+	}
 }
 
 // streamingSpace registers a Space that streams a 640x480 display.

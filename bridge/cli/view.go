@@ -8,7 +8,7 @@ import (
 	"github.com/trycua/cua-spacesd/api"
 )
 
-const viewUsage = "view SPACE [--window ID] [--view-only] [--ttl SECONDS] [--open]"
+const viewUsage = "view SPACE [--window ID] [--view-only] [--ttl SECONDS] [--max-width PX] [--max-height PX] [--open]"
 
 // runView prints the URL of the Space's desktop viewer with a fresh
 // ticket: the page takes the ticket from the URL's fragment, so opening
@@ -21,6 +21,8 @@ func (env Env) runView(ctx context.Context, args []string) int {
 	viewOnly := fs.Bool("view-only", false, "a viewer that sees but cannot send input")
 	ttl := fs.Int("ttl", api.DefaultTicketTTLSeconds, "seconds the link opens the stream (an open viewer keeps reconnecting while it watches)")
 	open := fs.Bool("open", false, "open the link in the browser too: $BROWSER, else xdg-open (open on macOS); the link is then on the browser's command line for its short life")
+	maxWidth := fs.Int("max-width", 0, "scale the stream down to at most this width, keeping its aspect ratio (0 = the target's size)")
+	maxHeight := fs.Int("max-height", 0, "scale the stream down to at most this height, keeping its aspect ratio (0 = the target's size)")
 	pos, _, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -44,7 +46,8 @@ func (env Env) runView(ctx context.Context, args []string) int {
 	if err := caps.Require(feature); err != nil {
 		return env.fail(ExitFailure, err)
 	}
-	ep, err := c.StreamEndpoint(ctx, api.TicketRequest{WindowID: uint32(*window), ViewOnly: *viewOnly, TTLSeconds: *ttl}, 0)
+	ep, err := c.StreamEndpoint(ctx, api.TicketRequest{WindowID: uint32(*window), ViewOnly: *viewOnly, TTLSeconds: *ttl},
+		api.StreamOptions{MaxWidth: *maxWidth, MaxHeight: *maxHeight})
 	if err != nil {
 		return env.fail(ExitFailure, err)
 	}

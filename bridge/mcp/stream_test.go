@@ -57,6 +57,26 @@ func TestStreamTools(t *testing.T) {
 		t.Fatalf("keyframe %dx%d", f.Width, f.Height)
 	}
 
+	// A smaller stream: the frame size is the scaled one, and the offer
+	// URL asks for it.
+	var small api.StreamEndpoint
+	structured(t, call(t, cs, "stream_endpoint", map[string]any{"space": "s1", "max_width": 320, "max_height": 400}), &small)
+	if small.OfferURL != e.daemon.URL+api.PathStreamScreen+"?max_height=400&max_width=320" || small.FrameSize != (api.Size{Width: 320, Height: 240}) {
+		t.Fatalf("stream_endpoint with max_width 320 answered %+v", small)
+	}
+	sr := rtctest.New(t, rtctest.Options{})
+	if res, err := rtctest.Post(t.Context(), small.OfferURL, small.Ticket, sr.Offer); err != nil || res.Status != http.StatusCreated {
+		t.Fatalf("offer to %s: %+v, %v", small.OfferURL, res, err)
+	} else {
+		sr.Accept(t, res.Answer)
+	}
+	if f := sr.NextFrame(t, true, desktoptest.EventTimeout); f.Width != 320 || f.Height != 240 {
+		t.Fatalf("keyframe of the smaller stream %dx%d, want 320x240", f.Width, f.Height)
+	}
+	if r := call(t, cs, "stream_endpoint", map[string]any{"space": "s1", "max_width": 8}); !r.IsError {
+		t.Fatalf("stream_endpoint took max_width 8")
+	}
+
 	title := desktoptest.RandomWord(t)
 	desktoptest.NewXClient(t, display, title, 120, 80, []desktoptest.Fill{{W: 120, H: 80, RGB: 0x00ff00}})
 	var win api.StreamEndpoint

@@ -17,14 +17,19 @@ type streamArgs struct {
 	AppName   string `json:"app_name"`
 	Title     string `json:"title"`
 	MaxFPS    int    `json:"max_fps"`
+	MaxWidth  int    `json:"max_width"`
+	MaxHeight int    `json:"max_height"`
 	TicketTTL int    `json:"ticket_ttl"`
 	ViewOnly  bool   `json:"view_only"`
 }
 
 func streamProps(extra map[string]*jsonschema.Schema) map[string]*jsonschema.Schema {
 	props := map[string]*jsonschema.Schema{
-		"space":      spaceArg(),
-		"max_fps":    integer("Highest frame rate of the stream.", 1, api.MaxStreamFPS, api.DefaultStreamFPS),
+		"space":   spaceArg(),
+		"max_fps": integer("Highest frame rate of the stream.", 1, api.MaxStreamFPS, api.DefaultStreamFPS),
+		"max_width": integer("Widest frame the viewer wants: a wider screen or window is scaled down to it, keeping its aspect ratio "+
+			"(never up); input on the frames lands where they show. Default: the target's own size.", api.MinStreamDimension, api.MaxStreamDimension, nil),
+		"max_height": integer("Tallest frame the viewer wants, as max_width.", api.MinStreamDimension, api.MaxStreamDimension, nil),
 		"ticket_ttl": integer("Seconds the ticket opens the stream (a stream opened lives on until its viewer leaves).", 1, api.MaxTicketTTLSeconds, api.DefaultTicketTTLSeconds),
 		"view_only":  boolean("A viewer that sees but cannot send input (the Space refuses its input channels).", false),
 	}
@@ -134,7 +139,8 @@ func windowByName(ctx context.Context, c *client.Client, appName, title string) 
 }
 
 func endpoint(ctx context.Context, c *client.Client, a streamArgs) (*Result, error) {
-	ep, err := c.StreamEndpoint(ctx, api.TicketRequest{WindowID: a.WindowID, ViewOnly: a.ViewOnly, TTLSeconds: a.TicketTTL}, a.MaxFPS)
+	ep, err := c.StreamEndpoint(ctx, api.TicketRequest{WindowID: a.WindowID, ViewOnly: a.ViewOnly, TTLSeconds: a.TicketTTL},
+		api.StreamOptions{MaxFPS: a.MaxFPS, MaxWidth: a.MaxWidth, MaxHeight: a.MaxHeight})
 	if err != nil {
 		return nil, err
 	}

@@ -1,5 +1,6 @@
-// Package rtc streams a desktop or window to WebRTC viewers: one pipeline
-// per target (capture, I420, VP8, one track) shared by all its viewers,
+// Package rtc streams a desktop or window to WebRTC viewers: one capture
+// per target, feeding one pipeline per frame size its viewers asked for
+// (scale, I420, VP8, one track) shared by all the viewers of that size,
 // and one pion peer connection per viewer, answered whole to a WHEP offer,
 // with the data channels of api (input, pointer, control).
 //
@@ -52,20 +53,26 @@ type Config struct {
 	OnEncoded func(key bool, bytes int, took time.Duration)
 }
 
-// Engine holds the pipelines of the targets being watched and the settings
-// every viewer's peer connection shares.
+// Engine holds the captures and pipelines of the targets being watched and
+// the settings every viewer's peer connection shares.
 type Engine struct {
-	cfg      Config
-	log      *slog.Logger
-	settings webrtc.SettingEngine
+	cfg Config
+	log *slog.Logger
 
-	mu        sync.Mutex
-	pipelines map[string]*pipeline
-	viewers   int
-	closed    bool
+	// settings are made for the first viewer: the UDP mux's reader and
+	// what pion needs for it are nothing an idle daemon should carry (a
+	// few hundred KB of resident memory).
+	settingsOnce sync.Once
+	settings     webrtc.SettingEngine
+
+	mu       sync.Mutex
+	captures map[string]*capture // by target key
+	viewers  int
+	closed   bool
 }
 
-// NewEngine prepares the shared settings; nothing runs until a viewer joins.
+// NewEngine checks cfg; nothing runs, and nothing reads the sockets,
+// until a viewer joins.
 func NewEngine(cfg Config) (*Engine, error) {
 	if cfg.UDP == nil {
 		return nil, errors.New("rtc: no UDP socket")
@@ -73,25 +80,33 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	var se webrtc.SettingEngine
-	se.LoggerFactory = pionLogs{log: cfg.Logger}
-	// No mDNS: a guest must not announce itself on the LAN, and the
-	// viewer's own mDNS names (Chromium hides its addresses behind them)
-	// resolve to nothing here; a viewer that sends none still connects
-	// through the daemon's candidates (peer-reflexive on our side).
-	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
-	se.SetIncludeLoopbackCandidate(true)
-	se.SetICEUDPMux(webrtc.NewICEUDPMux(se.LoggerFactory.NewLogger("udpmux"), cfg.UDP))
-	types := []webrtc.NetworkType{webrtc.NetworkTypeUDP4}
-	if cfg.TCP != nil {
-		se.SetICETCPMux(webrtc.NewICETCPMux(se.LoggerFactory.NewLogger("tcpmux"), cfg.TCP, 8))
-		types = append(types, webrtc.NetworkTypeTCP4)
-	}
-	se.SetNetworkTypes(types)
-	if len(cfg.NAT1To1IPs) > 0 {
-		se.SetNAT1To1IPs(cfg.NAT1To1IPs, webrtc.ICECandidateTypeHost)
-	}
-	return &Engine{cfg: cfg, log: cfg.Logger, settings: se, pipelines: map[string]*pipeline{}}, nil
+	return &Engine{cfg: cfg, log: cfg.Logger, captures: map[string]*capture{}}, nil
+}
+
+// settingEngine is what every viewer's peer connection shares, made once.
+func (e *Engine) settingEngine() webrtc.SettingEngine {
+	e.settingsOnce.Do(func() {
+		se := &e.settings
+		se.LoggerFactory = pionLogs{log: e.cfg.Logger}
+		// No mDNS: a guest must not announce itself on the LAN, and the
+		// viewer's own mDNS names (Chromium hides its addresses behind
+		// them) resolve to nothing here; a viewer that sends none still
+		// connects through the daemon's candidates (peer-reflexive on our
+		// side).
+		se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
+		se.SetIncludeLoopbackCandidate(true)
+		se.SetICEUDPMux(webrtc.NewICEUDPMux(se.LoggerFactory.NewLogger("udpmux"), e.cfg.UDP))
+		types := []webrtc.NetworkType{webrtc.NetworkTypeUDP4}
+		if e.cfg.TCP != nil {
+			se.SetICETCPMux(webrtc.NewICETCPMux(se.LoggerFactory.NewLogger("tcpmux"), e.cfg.TCP, 8))
+			types = append(types, webrtc.NetworkTypeTCP4)
+		}
+		se.SetNetworkTypes(types)
+		if len(e.cfg.NAT1To1IPs) > 0 {
+			se.SetNAT1To1IPs(e.cfg.NAT1To1IPs, webrtc.ICECandidateTypeHost)
+		}
+	})
+	return e.settings
 }
 
 // newAPI builds one viewer's pion API: VP8 only, NACK and RTCP reports,
@@ -136,10 +151,10 @@ func (e *Engine) newAPI(onEstimator func(cc.BandwidthEstimator)) (*webrtc.API, e
 		return nil, err
 	}
 	reg.Add(playoutDelayFactory{})
-	return webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(e.settings)), nil
+	return webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(e.settingEngine())), nil
 }
 
-// Target is what a viewer watches: Key names it (one pipeline per key),
+// Target is what a viewer watches: Key names it (one capture per key),
 // Open makes its source when the first viewer joins.
 type Target struct {
 	Key  string
@@ -153,7 +168,7 @@ func (e *Engine) Join(ctx context.Context, target Target, offer string, o Viewer
 	if len(offer) > MaxOfferBytes {
 		return nil, "", api.Errorf(api.KindInvalidArgument, "the SDP offer is %d bytes, over the limit of %d", len(offer), MaxOfferBytes)
 	}
-	p, err := e.reserve(target, o.MaxFPS)
+	p, err := e.reserve(target, o)
 	if err != nil {
 		return nil, "", err
 	}
@@ -165,12 +180,15 @@ func (e *Engine) Join(ctx context.Context, target Target, offer string, o Viewer
 	return v, answer, nil
 }
 
-// reserve counts a viewer in, and finds or starts its target's pipeline.
-func (e *Engine) reserve(target Target, fps int) (*pipeline, error) {
+// reserve counts a viewer in, and finds or starts the pipeline of its
+// target and size (and the target's capture, for its first pipeline).
+func (e *Engine) reserve(target Target, o ViewerOptions) (*pipeline, error) {
+	fps := o.MaxFPS
 	if fps <= 0 {
 		fps = api.DefaultStreamFPS
 	}
 	fps = min(fps, api.MaxStreamFPS)
+	bounds := api.Size{Width: max(o.MaxWidth, 0), Height: max(o.MaxHeight, 0)}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -179,23 +197,37 @@ func (e *Engine) reserve(target Target, fps int) (*pipeline, error) {
 	if e.viewers >= MaxViewers {
 		return nil, api.Errorf(api.KindLimitExceeded, "%d viewers are watching, the most this daemon serves at once; close a viewer first", MaxViewers)
 	}
-	p := e.pipelines[target.Key]
-	if p == nil {
+	c := e.captures[target.Key]
+	fresh := c == nil
+	if fresh {
 		src, err := target.Open()
 		if err != nil {
 			return nil, err
 		}
-		p, err = newPipeline(target.Key, src, fps, e.log, e.ended)
-		p.onEncoded = e.cfg.OnEncoded
-		if err != nil {
-			src.Close()
+		c = newCapture(target.Key, src, e.log, e.captureEnded)
+	}
+	c.mu.Lock()
+	p := c.pipes[bounds]
+	c.mu.Unlock()
+	if p == nil {
+		var err error
+		if p, err = newPipeline(c, bounds, fps, e.log, e.pipelineEnded); err != nil {
+			if fresh {
+				c.src.Close()
+			}
 			return nil, err
 		}
-		e.pipelines[target.Key] = p
+		p.onEncoded = e.cfg.OnEncoded
 		p.start()
-		e.log.Info("stream started", "stream", target.Key)
+		c.add(p)
+		e.log.Info("stream started", "stream", p.key)
 	}
-	// The pipeline runs at the highest rate any of its viewers asked for.
+	if fresh {
+		e.captures[target.Key] = c
+		c.start()
+	}
+	// The pipeline runs at the highest rate any of its viewers asked for,
+	// the capture at the highest of its pipelines'.
 	if int64(fps) > p.maxFPS.Load() {
 		p.maxFPS.Store(int64(fps))
 	}
@@ -206,8 +238,9 @@ func (e *Engine) reserve(target Target, fps int) (*pipeline, error) {
 	return p, nil
 }
 
-// leave takes a viewer (nil: a reservation) out; the last one out stops
-// the pipeline, so that nothing is captured while nobody watches.
+// leave takes a viewer (nil: a reservation) out; the last one out of a
+// pipeline stops it, and the last pipeline of a capture stops that, so
+// that nothing is captured while nobody watches.
 func (e *Engine) leave(p *pipeline, v *Viewer) {
 	e.mu.Lock()
 	p.mu.Lock()
@@ -223,62 +256,84 @@ func (e *Engine) leave(p *pipeline, v *Viewer) {
 	if was {
 		e.viewers--
 	}
-	last := empty && e.pipelines[p.key] == p
-	if last {
-		delete(e.pipelines, p.key)
+	var lastOfCapture bool
+	if empty {
+		lastOfCapture = p.cap.remove(p) && e.captures[p.cap.key] == p.cap
+		if lastOfCapture {
+			delete(e.captures, p.cap.key)
+		}
 	}
 	e.mu.Unlock()
-	if last {
-		p.stop()
-		e.log.Info("stream stopped: no viewer left", "stream", p.key)
-	} else {
+	if !empty {
 		p.rebalance()
+		return
+	}
+	p.stop()
+	e.log.Info("stream stopped: no viewer left", "stream", p.key)
+	if lastOfCapture {
+		p.cap.stop()
 	}
 }
 
-// ended is called when a pipeline's goroutines end: stopped (err nil),
-// or its target went (err): its viewers are closed.
-func (e *Engine) ended(p *pipeline, err error) {
-	if p.stopping.Load() {
+// captureEnded is called when a capture's goroutine ends: stopped (err
+// nil), or its target went (err): the viewers of all its pipelines are
+// closed.
+func (e *Engine) captureEnded(c *capture, err error) {
+	if c.stopping.Load() {
 		return
 	}
-	p.cancel()
+	c.cancel()
 	if err == nil {
-		err = errors.New("the encoder failed")
+		err = errors.New("the capture failed")
 	}
 	e.mu.Lock()
-	if e.pipelines[p.key] == p {
-		delete(e.pipelines, p.key)
+	if e.captures[c.key] == c {
+		delete(e.captures, c.key)
 	}
 	e.mu.Unlock()
-	e.log.Info("stream ended", "stream", p.key, "err", err)
-	p.mu.Lock()
-	vs := make([]*Viewer, 0, len(p.viewers))
-	for v := range p.viewers {
-		vs = append(vs, v)
+	e.log.Info("stream ended", "stream", c.key, "err", err)
+	var pipes []*pipeline
+	pipes, _ = c.pipelines(pipes)
+	for _, p := range pipes {
+		for _, v := range p.viewerList() {
+			v.end(fmt.Errorf("the stream ended: %w", err))
+		}
 	}
-	p.mu.Unlock()
-	for _, v := range vs {
+}
+
+// pipelineEnded is called when a pipeline's encoder ends: stopped (err
+// nil), or failed (err): its viewers are closed, and the last of them to
+// leave takes it out of its capture.
+func (e *Engine) pipelineEnded(p *pipeline, err error) {
+	if p.stopping.Load() || err == nil {
+		return
+	}
+	e.log.Error("stream ended", "stream", p.key, "err", err)
+	for _, v := range p.viewerList() {
 		v.end(fmt.Errorf("the stream ended: %w", err))
 	}
 }
 
-// Stats reports a target's pipeline, if it runs.
-func (e *Engine) Stats(key string) (Stats, bool) {
-	e.mu.Lock()
-	p := e.pipelines[key]
-	e.mu.Unlock()
-	if p == nil {
-		return Stats{}, false
-	}
-	return p.snapshot(), true
-}
-
-// Streams is the number of pipelines running.
+// Streams is the number of pipelines running: one per target and frame
+// size watched.
 func (e *Engine) Streams() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return len(e.pipelines)
+	n := 0
+	for _, c := range e.captures {
+		c.mu.Lock()
+		n += len(c.pipes)
+		c.mu.Unlock()
+	}
+	return n
+}
+
+// Captures is the number of targets being captured: one per target
+// watched, whatever the sizes.
+func (e *Engine) Captures() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.captures)
 }
 
 // Viewers is the number of viewers connected or connecting.
@@ -293,12 +348,12 @@ func (e *Engine) Close() {
 	e.mu.Lock()
 	e.closed = true
 	var vs []*Viewer
-	for _, p := range e.pipelines {
-		p.mu.Lock()
-		for v := range p.viewers {
-			vs = append(vs, v)
+	for _, c := range e.captures {
+		var pipes []*pipeline
+		pipes, _ = c.pipelines(pipes)
+		for _, p := range pipes {
+			vs = append(vs, p.viewerList()...)
 		}
-		p.mu.Unlock()
 	}
 	e.mu.Unlock()
 	for _, v := range vs {

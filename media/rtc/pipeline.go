@@ -3,8 +3,10 @@ package rtc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"image"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,52 +15,25 @@ import (
 	"github.com/pion/webrtc/v4/pkg/media"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/media/scale"
 	"github.com/trycua/cua-spacesd/media/vp8"
 	"github.com/trycua/cua-spacesd/media/yuv"
 )
 
-// Frame is one capture of a stream's target: BGRX pixels as the X server
-// holds them, with what changed since the previous frame (Damage), or
-// Full when every pixel is new. Its Pix is valid until the next Next.
-type Frame struct {
-	Pix           []byte
-	Stride        int
-	Width, Height int
-	Damage        []image.Rectangle
-	Full          bool
-}
+// MinKeyframeInterval rate-limits forced keyframes: PLIs and FIRs of many
+// viewers, or a viewer that asks in a loop, cannot turn the stream into
+// keyframes only. A request inside the interval is served at its end,
+// never dropped.
+const MinKeyframeInterval = 100 * time.Millisecond
 
-// Source yields a target's frames as they change (desktop.Capturer): Next
-// waits for a change, RequestFull makes the next frame whole, Close ends
-// a waiting Next. An error of kind not_found ends the stream (the window
-// is gone).
-type Source interface {
-	Next(ctx context.Context) (Frame, error)
-	RequestFull()
-	Close()
-}
-
-// Pacing and keyframe bounds of a pipeline.
-const (
-	// KeepAliveInterval: an idle target sends one (tiny) frame this
-	// often, so that a viewer can tell a still screen from a dead stream.
-	KeepAliveInterval = time.Second
-	// MinKeyframeInterval rate-limits forced keyframes: PLIs and FIRs of
-	// many viewers, or a viewer that asks in a loop, cannot turn the
-	// stream into keyframes only. A request inside the interval is served
-	// at its end, never dropped.
-	MinKeyframeInterval = 100 * time.Millisecond
-	// captureRetry is the pause after a failed capture; maxCaptureErrors
-	// in a row end the stream.
-	captureRetry     = 200 * time.Millisecond
-	maxCaptureErrors = 25
-	// hiddenRetry is how often a minimized window is looked for again.
-	hiddenRetry = 250 * time.Millisecond
-)
+// paceSlack is how much earlier than 1/max_fps after the last frame a
+// pipeline still encodes: the capture runs at the highest rate of its
+// pipelines, and a frame a little early for this one is not held back by
+// a timer for the jitter of the capture's own pacing.
+const paceSlack = 8 // a 1/8 of the interval
 
 // Stats are a pipeline's counters, for the benchmarks and metrics.
 type Stats struct {
-	Captured  int64 // frames read from the source
 	Encoded   int64 // frames encoded and sent
 	Keyframes int64
 	Bytes     int64
@@ -71,30 +46,42 @@ type Stats struct {
 	Width, Height     int
 }
 
-// pipeline is one target's capture, conversion and encoder, shared by
-// every viewer of the target: capture → I420 (changed rows) → VP8 → the
-// one track every viewer's peer connection sends.
+// pipeline is the frames of one target at one size, shared by every
+// viewer that asked for that size: the capture's changes, scaled when the
+// size is smaller than the target's, in I420 (changed rows only) → VP8 →
+// the one track every such viewer's peer connection sends.
 type pipeline struct {
-	key   string
-	log   *slog.Logger
-	src   Source
-	track *webrtc.TrackLocalStaticSample
-	onEnd func(*pipeline, error) // the engine forgets it
+	key    string // for the log: the target, and the size bound
+	bounds api.Size
+	cap    *capture
+	log    *slog.Logger
+	track  *webrtc.TrackLocalStaticSample
 	// onEncoded is told of every frame sent (nil: nobody asks).
 	onEncoded func(key bool, bytes int, took time.Duration)
 	ctx       context.Context
 	cancel    context.CancelFunc
 	done      chan struct{}
+	stopping  atomic.Bool // stop was called: the end is no failure
+	onEnd     func(*pipeline, error)
 
-	// stage is the latest captured image in I420, dirty what changed since
-	// the encoder last took it. Guarded by stageMu: the capture goroutine
-	// writes, the encoder copies out. A capture that comes before the
-	// encoder took the last one replaces it (at most one frame waits).
+	// stage is the latest captured image at the pipeline's size in I420,
+	// dirty what changed since the encoder last took it. Guarded by
+	// stageMu: the capture goroutine writes, the encoder copies out. A
+	// capture that comes before the encoder took the last one replaces it
+	// (at most one frame waits).
 	stageMu sync.Mutex
 	stage   *yuv.Image
 	dirty   image.Rectangle
+	// scaled holds the scaled BGRX image of a pipeline smaller than its
+	// target (nil at the target's size), updated where frames change.
+	scaled []byte
+	scaler scale.Scaler
+	outs   []image.Rectangle
 
-	stopping   atomic.Bool   // stop was called: the end is no failure
+	// ratio is the current scale, num<<32 | den (0 before the first
+	// frame): how a viewer's input maps back to the target.
+	ratio atomic.Uint64
+
 	wake       chan struct{} // the encoder has something to do
 	keyWanted  atomic.Bool
 	maxFPS     atomic.Int64
@@ -107,13 +94,17 @@ type pipeline struct {
 	size    image.Point
 }
 
-func newPipeline(key string, src Source, fps int, log *slog.Logger, onEnd func(*pipeline, error)) (*pipeline, error) {
-	track, err := webrtc.NewTrackLocalStaticSample(webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeVP8, ClockRate: 90000}, "video", "cua-"+key)
+func newPipeline(c *capture, bounds api.Size, fps int, log *slog.Logger, onEnd func(*pipeline, error)) (*pipeline, error) {
+	key := c.key
+	if bounds != (api.Size{}) {
+		key = fmt.Sprintf("%s@max%dx%d", c.key, bounds.Width, bounds.Height)
+	}
+	track, err := webrtc.NewTrackLocalStaticSample(webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeVP8, ClockRate: 90000}, "video", "cua-"+c.key)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &pipeline{key: key, log: log, src: src, track: track, onEnd: onEnd, ctx: ctx, cancel: cancel,
+	p := &pipeline{key: key, bounds: bounds, cap: c, log: log, track: track, ctx: ctx, cancel: cancel, onEnd: onEnd,
 		done: make(chan struct{}), wake: make(chan struct{}, 1), viewers: map[*Viewer]struct{}{}}
 	p.maxFPS.Store(int64(fps))
 	p.targetKbps.Store(vp8.DefaultBitrateKbps)
@@ -121,26 +112,17 @@ func newPipeline(key string, src Source, fps int, log *slog.Logger, onEnd func(*
 }
 
 func (p *pipeline) start() {
-	var wg sync.WaitGroup
-	var capErr error
-	wg.Go(func() {
-		capErr = p.capture()
-		p.cancel() // the encoder ends with the capture
-	})
-	wg.Go(p.encode)
 	go func() {
-		wg.Wait()
-		p.src.Close()
+		err := p.encode()
 		close(p.done)
-		p.onEnd(p, capErr)
+		p.onEnd(p, err)
 	}()
 }
 
-// stop ends the pipeline's goroutines and waits for them.
+// stop ends the encoder goroutine and waits for it.
 func (p *pipeline) stop() {
 	p.stopping.Store(true)
 	p.cancel()
-	p.src.Close() // ends a waiting Next
 	<-p.done
 }
 
@@ -158,106 +140,112 @@ func (p *pipeline) requestKeyframe() {
 	p.poke()
 }
 
-// capture reads the source's frames, at most maxFPS a second, into the
-// stage. It answers the error that ended the stream (nil when stopped).
-func (p *pipeline) capture() error {
-	var last, lastPoke time.Time
-	errorsInRow := 0
-	for {
-		if fps := p.maxFPS.Load(); fps > 0 && !last.IsZero() {
-			if wait := time.Second/time.Duration(fps) - time.Since(last); wait > 0 {
-				select {
-				case <-p.ctx.Done():
-					return nil
-				case <-time.After(wait):
-				}
-			}
-		}
-		ctx, cancel := context.WithTimeout(p.ctx, KeepAliveInterval)
-		began := time.Now() // the pace counts from here: reading is part of a frame's time
-		f, err := p.src.Next(ctx)
-		cancel()
-		if p.ctx.Err() != nil {
-			return nil
-		}
-		if err != nil {
-			if api.KindOf(err) == api.KindTimeout {
-				p.poke() // nothing changed for a second: the keep-alive frame
-				continue
-			}
-			switch api.KindOf(err) {
-			case api.KindCancelled:
-				return err
-			case api.KindNotFound:
-				return err // the window went
-			case api.KindInvalidArgument:
-				// The window is minimized (or off the screen): waited for
-				// as long as it takes, the viewers getting keep-alives of
-				// the last image meanwhile; its first frame when it is
-				// back is whole.
-				if time.Since(lastPoke) >= KeepAliveInterval {
-					p.poke()
-					lastPoke = time.Now()
-				}
-				select {
-				case <-p.ctx.Done():
-					return nil
-				case <-time.After(hiddenRetry):
-				}
-				continue
-			}
-			errorsInRow++
-			p.log.Warn("stream capture failed", "stream", p.key, "err", err, "in_a_row", errorsInRow)
-			if errorsInRow >= maxCaptureErrors {
-				return err
-			}
-			select {
-			case <-p.ctx.Done():
-				return nil
-			case <-time.After(captureRetry):
-			}
-			continue
-		}
-		errorsInRow = 0
-		last = began
-		if err := p.put(f); err != nil {
-			return err
-		}
-		p.mu.Lock()
-		p.stats.Captured++
-		p.mu.Unlock()
-		p.poke()
-	}
-}
-
-// put converts a frame's changes into the stage.
+// put takes a frame's changes into the stage: scaled first when the
+// pipeline is smaller than the target (only the output pixels that read a
+// changed one), then converted to I420.
 func (p *pipeline) put(f Frame) error {
+	num, den := api.StreamScale(f.Width, f.Height, p.bounds.Width, p.bounds.Height)
+	r := scale.Ratio{Num: num, Den: den}
+	w, h := r.Size(f.Width, f.Height)
+	p.ratio.Store(uint64(num)<<32 | uint64(den))
 	p.stageMu.Lock()
 	defer p.stageMu.Unlock()
 	rects := f.Damage
-	if p.stage == nil || p.stage.Width != f.Width || p.stage.Height != f.Height {
-		p.stage = yuv.New(f.Width, f.Height)
-		rects = nil
-	} else if f.Full {
-		rects = nil
+	if f.Full || p.stage == nil || p.stage.Width != w || p.stage.Height != h {
+		rects = nil // all of it
 	}
-	if err := yuv.Convert(p.stage, yuv.BGRX{Pix: f.Pix, Stride: f.Stride, Width: f.Width, Height: f.Height}, rects); err != nil {
+	if p.stage == nil || p.stage.Width != w || p.stage.Height != h {
+		p.stage = yuv.New(w, h)
+	}
+	src := yuv.BGRX{Pix: f.Pix, Stride: f.Stride, Width: f.Width, Height: f.Height}
+	if !r.IsOne() {
+		var err error
+		if src, rects, err = p.scale(f, r, w, h, rects); err != nil {
+			return err
+		}
+	} else {
+		p.scaled = nil
+	}
+	if err := yuv.Convert(p.stage, src, rects); err != nil {
 		return err
 	}
-	full := image.Rect(0, 0, f.Width, f.Height)
+	whole := image.Rect(0, 0, w, h)
 	if rects == nil {
-		p.dirty = full
+		p.dirty = whole
 	} else {
 		for _, r := range rects {
-			p.dirty = p.dirty.Union(r.Intersect(full))
+			p.dirty = p.dirty.Union(r.Intersect(whole))
 		}
 	}
 	return nil
 }
 
+// scale brings the changed rects of f (nil: all of it) into the scaled
+// image, and answers it with the rects of it that changed.
+func (p *pipeline) scale(f Frame, r scale.Ratio, w, h int, rects []image.Rectangle) (yuv.BGRX, []image.Rectangle, error) {
+	if len(p.scaled) != w*h*4 {
+		p.scaled = make([]byte, w*h*4)
+		rects = nil
+	}
+	dst := scale.Frame{Pix: p.scaled, Stride: w * 4, Width: w, Height: h}
+	src := scale.Frame{Pix: f.Pix, Stride: f.Stride, Width: f.Width, Height: f.Height}
+	out := yuv.BGRX{Pix: p.scaled, Stride: w * 4, Width: w, Height: h}
+	if rects == nil {
+		return out, nil, p.scaler.Scale(dst, scale.BGRX, src, r)
+	}
+	p.outs = p.outs[:0]
+	for _, d := range rects {
+		o := r.OutRect(d, f.Width, f.Height)
+		if o.Empty() {
+			continue
+		}
+		if err := p.scaler.ScaleRect(dst, scale.BGRX, src, r, o); err != nil {
+			return out, nil, err
+		}
+		p.outs = append(p.outs, o)
+	}
+	return out, p.outs, nil
+}
+
+// toTarget maps a point of the pipeline's frames to the target's pixel
+// whose area it falls in, the rule of a scaled screenshot: frame point x
+// lands on target pixel floor((x+0.5) * den/num). Before the first frame,
+// and at the target's size, the point is the target's.
+func (p *pipeline) toTarget(x, y float64) (float64, float64) {
+	r := p.ratio.Load()
+	num, den := float64(r>>32), float64(uint32(r))
+	if r == 0 || num == den {
+		return x, y
+	}
+	// (x+0.5)*den is exact for a whole x (den < 2^16), and the quotient
+	// of an exact product rounds to the whole number it may equal, so
+	// the floor is the exact rule's.
+	return math.Floor((x + 0.5) * den / num), math.Floor((y + 0.5) * den / num)
+}
+
+// toFrame maps a point of the target (the pointer, for a viewer that
+// draws it) to the frame pixel whose area holds it: toTarget's inverse on
+// the pixel grid. A point outside the target stays outside the frame.
+func (p *pipeline) toFrame(x, y int) (int, int) {
+	r := p.ratio.Load()
+	num, den := int64(r>>32), int64(uint32(r))
+	if r == 0 || num == den {
+		return x, y
+	}
+	floorDiv := func(a int64) int {
+		q := a * num / den
+		if a*num%den != 0 && a < 0 {
+			q--
+		}
+		return int(q)
+	}
+	return floorDiv(int64(x)), floorDiv(int64(y))
+}
+
 // encode encodes the stage whenever the capture or a keyframe request
-// wakes it, and sends the frame on the track.
-func (p *pipeline) encode() {
+// wakes it, and sends the frame on the track, at most maxFPS a second.
+// It answers the error that ended it (nil when stopped).
+func (p *pipeline) encode() error {
 	var enc *vp8.Encoder
 	defer func() {
 		if enc != nil {
@@ -266,17 +254,34 @@ func (p *pipeline) encode() {
 	}()
 	start := time.Now()
 	var lastSample, lastKey time.Time
-	var keyTimer *time.Timer
+	// timer serves what had to wait: a keyframe inside the rate limit, a
+	// frame inside the pace.
+	var timer *time.Timer
+	later := func(d time.Duration) {
+		if timer == nil {
+			timer = time.AfterFunc(d, p.poke)
+		} else {
+			timer.Reset(d)
+		}
+	}
 	defer func() {
-		if keyTimer != nil {
-			keyTimer.Stop()
+		if timer != nil {
+			timer.Stop()
 		}
 	}()
 	for {
 		select {
 		case <-p.ctx.Done():
-			return
+			return nil
 		case <-p.wake:
+		}
+		now := time.Now()
+		if fps := p.maxFPS.Load(); fps > 0 && !lastSample.IsZero() && !p.keyWanted.Load() {
+			interval := time.Second / time.Duration(fps)
+			if early := interval - interval/paceSlack - now.Sub(lastSample); early > 0 {
+				later(early)
+				continue // the changes wait in the stage
+			}
 		}
 		key := false
 		p.stageMu.Lock()
@@ -292,9 +297,7 @@ func (p *pipeline) encode() {
 			enc, err = vp8.NewEncoder(vp8.Options{Width: p.stage.Width, Height: p.stage.Height, BitrateKbps: int(p.targetKbps.Load())})
 			if err != nil {
 				p.stageMu.Unlock()
-				p.log.Error("stream encoder", "stream", p.key, "err", err)
-				p.cancel()
-				return
+				return fmt.Errorf("the encoder of %s: %w", p.key, err)
 			}
 			p.dirty = image.Rect(0, 0, p.stage.Width, p.stage.Height)
 			key = true
@@ -308,15 +311,9 @@ func (p *pipeline) encode() {
 			p.resized(enc.Image().Width, enc.Image().Height)
 		}
 
-		now := time.Now()
 		if p.keyWanted.Load() {
 			if wait := MinKeyframeInterval - now.Sub(lastKey); !lastKey.IsZero() && wait > 0 && !key {
-				// Too soon after the last one: serve it at the end of the interval.
-				if keyTimer == nil {
-					keyTimer = time.AfterFunc(wait, func() { p.poke() })
-				} else {
-					keyTimer.Reset(wait)
-				}
+				later(wait) // too soon after the last one: served at the end of the interval
 			} else {
 				key = true
 			}
@@ -325,7 +322,7 @@ func (p *pipeline) encode() {
 			p.keyWanted.Store(false)
 		}
 		_ = enc.SetBitrate(int(p.targetKbps.Load()))
-		dur := time.Second / 30
+		dur := time.Second / api.DefaultStreamFPS
 		if !lastSample.IsZero() {
 			dur = now.Sub(lastSample)
 		}
@@ -413,4 +410,15 @@ func (p *pipeline) snapshot() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.stats
+}
+
+// viewerList is a copy of the pipeline's viewers.
+func (p *pipeline) viewerList() []*Viewer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	vs := make([]*Viewer, 0, len(p.viewers))
+	for v := range p.viewers {
+		vs = append(vs, v)
+	}
+	return vs
 }

@@ -22,7 +22,9 @@ import (
 const gatherTimeout = 5 * time.Second
 
 // Input is where a viewer's input messages go (the desktop, through
-// XTEST). Close releases what the viewer still holds down.
+// XTEST), with x and y in the target's pixels: the viewer's frame
+// coordinates mapped back when its frames are scaled. Close releases what
+// the viewer still holds down.
 type Input interface {
 	Input(ctx context.Context, m api.ViewerInput) error
 	Close()
@@ -35,6 +37,10 @@ type ViewerOptions struct {
 	// MaxFPS is the frame rate the viewer asks for (the pipeline runs at
 	// the highest of its viewers'); 0 = api.DefaultStreamFPS.
 	MaxFPS int
+	// MaxWidth and MaxHeight bound the viewer's frames (0: no bound): a
+	// target larger is scaled down by api.StreamScale, and the viewers
+	// that ask the same bounds share its pipeline.
+	MaxWidth, MaxHeight int
 	// Input receives the input and pointer messages; nil refuses them.
 	Input Input
 	// OnClose is called once when the viewer ends, with why.
@@ -207,7 +213,14 @@ func (v *Viewer) onDataChannel(dc *webrtc.DataChannel) {
 			}
 			if v.opts.Control != nil {
 				v.controlOnce.Do(func() {
-					go v.opts.Control(v.ctx, func(m api.ViewerControl) error { return sendControl(dc, m) })
+					go v.opts.Control(v.ctx, func(m api.ViewerControl) error {
+						if m.Cursor != nil { // in the frame's pixels, as input is
+							c := *m.Cursor
+							c.X, c.Y = v.p.toFrame(c.X, c.Y)
+							m.Cursor = &c
+						}
+						return sendControl(dc, m)
+					})
 				})
 			}
 		})
@@ -220,6 +233,10 @@ func (v *Viewer) onDataChannel(dc *webrtc.DataChannel) {
 func (v *Viewer) onInput(dc *webrtc.DataChannel, b []byte) {
 	m, err := api.ParseViewerInput(b)
 	if err == nil {
+		switch m.Type {
+		case api.InputMove, api.InputButton, api.InputScroll:
+			m.X, m.Y = v.p.toTarget(m.X, m.Y)
+		}
 		err = v.opts.Input.Input(v.ctx, m)
 	}
 	if err != nil {

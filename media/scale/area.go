@@ -79,10 +79,12 @@ func newAxis(n, m int, r Ratio) axis {
 // taps are output pixel i's weights.
 func (a *axis) taps(i int) []uint32 { return a.w[a.off[i]:a.off[i+1]] }
 
-// plan is what every band of one scaling shares, read only.
+// plan is what every band of one scaling shares, read only: output
+// columns [x0, x1) are made, x0 even.
 type plan struct {
 	src, dst Frame
 	to       Format
+	x0, x1   int
 	*geometry
 }
 
@@ -180,34 +182,39 @@ func (b *band) shrunk(p *plan, y int) []byte {
 	return row
 }
 
-// scaleRows writes output rows [y0, y1) of p.dst.
+// scaleRows writes output rows [y0, y1), columns [p.x0, p.x1), of p.dst.
 func (b *band) scaleRows(p *plan, y0, y1 int) {
 	b.reset(p.dst.Width, p.rows.maxTaps)
+	off := p.x0 / 2 * pairBytes
 	for y := y0; y < y1; y++ {
 		first := int(p.rows.first[y])
 		ws := p.rows.taps(y)
 		b.rows = b.rows[:0]
 		for k := range ws {
-			b.rows = append(b.rows, b.shrunk(p, first+k))
+			b.rows = append(b.rows, b.shrunk(p, first+k)[off:])
 		}
-		p.vertical(p.dst.Pix[y*p.dst.Stride:][:p.dst.Width*bytesPerPixel], b.rows, ws)
+		p.vertical(p.dst.Pix[y*p.dst.Stride+p.x0*bytesPerPixel:][:(p.x1-p.x0)*bytesPerPixel], b.rows, ws)
 	}
 }
 
-// horizontal shrinks one source row into out, a word per channel for each
-// pair of output pixels. Pixels are read two at a time, as one word; each
-// channel's two go through one dot2 per pair of taps.
+// horizontal shrinks one source row into out (the whole output width),
+// columns [p.x0, p.x1), a word per channel for each pair of output pixels.
+// Pixels are read two at a time, as one word; each channel's two go
+// through one dot2 per pair of taps.
 func (p *plan) horizontal(out, src []byte) {
 	first, pw := p.cols.first, p.pw
-	x := 0
+	x := p.x0
+	fast := min(p.fast, p.x1)
 	if p.t == 2 {
 		// Any shrink to between 1/2 and 1: an output pixel spans at most
 		// two source pixels.
-		x = p.fast
-		shrink2(out, src, p.pairs2)
+		if end := fast &^ 1; x < end {
+			shrink2(out[x/2*pairBytes:], src, p.pairs2[x/2:end/2])
+			x = end
+		}
 	} else {
 		half := p.t / 2
-		for ; x < p.fast; x++ {
+		for ; x < fast; x++ {
 			s := src[int(first[x])*4:]
 			var sb, sg, sr uint64
 			for k, w := range pw[x*half : (x+1)*half] {
@@ -220,7 +227,7 @@ func (p *plan) horizontal(out, src []byte) {
 		}
 	}
 	// The last pixels' words would run past the row: one pixel at a time.
-	for ; x < p.dst.Width; x++ {
+	for ; x < p.x1; x++ {
 		s := src[int(first[x])*4:]
 		var sb, sg, sr uint64
 		for k, w := range p.cols.taps(x) {
@@ -324,13 +331,13 @@ func pack(sb, sg, sr uint64, rgba bool) uint64 {
 	return sb | sg<<8 | sr<<16
 }
 
-// convertRows copies rows [y0, y1) of src into dst as BGRX, or converts
-// them to RGBA; alpha (or X) is set to 0xff either way.
-func convertRows(dst Frame, to Format, src Frame, y0, y1 int) {
-	n := src.Width * bytesPerPixel
+// convertRows copies rows [y0, y1), columns [x0, x1), of src into dst as
+// BGRX, or converts them to RGBA; alpha (or X) is set to 0xff either way.
+func convertRows(dst Frame, to Format, src Frame, x0, x1, y0, y1 int) {
+	n := (x1 - x0) * bytesPerPixel
 	for y := y0; y < y1; y++ {
-		s := src.Pix[y*src.Stride:][:n]
-		d := dst.Pix[y*dst.Stride:][:n]
+		s := src.Pix[y*src.Stride+x0*bytesPerPixel:][:n]
+		d := dst.Pix[y*dst.Stride+x0*bytesPerPixel:][:n]
 		if to == RGBA {
 			for i := 0; i < n; i += 4 {
 				v := binary.LittleEndian.Uint32(s[i:])

@@ -14,6 +14,7 @@ package scale
 import (
 	"errors"
 	"fmt"
+	"image"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -161,6 +162,13 @@ var ErrSize = errors.New("destination size does not match the ratio")
 // must be exactly r.Size(src.Width, src.Height); dst and src must not
 // overlap. Ratio One copies (BGRX) or converts (RGBA).
 func (s *Scaler) Scale(dst Frame, to Format, src Frame, r Ratio) error {
+	return s.ScaleRect(dst, to, src, r, image.Rect(0, 0, dst.Width, dst.Height))
+}
+
+// ScaleRect is Scale for the output pixels of rect only (clipped to dst);
+// the others are left as they are. A stream scales what changed this way:
+// OutRect of each changed source rectangle.
+func (s *Scaler) ScaleRect(dst Frame, to Format, src Frame, r Ratio, rect image.Rectangle) error {
 	if err := src.check("source"); err != nil {
 		return err
 	}
@@ -178,9 +186,16 @@ func (s *Scaler) Scale(dst Frame, to Format, src Frame, r Ratio) error {
 		return fmt.Errorf("scale %dx%d by %d/%d: destination is %dx%d, want %dx%d: %w",
 			src.Width, src.Height, r.Num, r.Den, dst.Width, dst.Height, w, h, ErrSize)
 	}
+	rect = rect.Canon().Intersect(image.Rect(0, 0, dst.Width, dst.Height))
+	if rect.Empty() {
+		return nil
+	}
+	// An even first column: the horizontal pass works on pairs of output
+	// pixels.
+	x0, x1 := rect.Min.X&^1, rect.Max.X
 	var job func(y0, y1 int)
 	if r.IsOne() {
-		job = func(y0, y1 int) { convertRows(dst, to, src, y0, y1) }
+		job = func(y0, y1 int) { convertRows(dst, to, src, x0, x1, y0, y1) }
 	} else {
 		key := geometryKey{src.Width, src.Height, r}
 		g := s.last.Load()
@@ -188,7 +203,7 @@ func (s *Scaler) Scale(dst Frame, to Format, src Frame, r Ratio) error {
 			g = newGeometry(src.Width, src.Height, r)
 			s.last.Store(g)
 		}
-		p := &plan{src: src, dst: dst, to: to, geometry: g}
+		p := &plan{src: src, dst: dst, to: to, x0: x0, x1: x1, geometry: g}
 		job = func(y0, y1 int) {
 			b, _ := s.work.Get().(*band)
 			if b == nil {
@@ -198,27 +213,42 @@ func (s *Scaler) Scale(dst Frame, to Format, src Frame, r Ratio) error {
 			b.scaleRows(p, y0, y1)
 		}
 	}
-	parallel(dst.Height, src.Width*src.Height, job)
+	// The work is the source area the rows read.
+	pixels := int(int64(rect.Dy()) * int64(r.Den) / int64(r.Num) * int64(x1-x0) * int64(r.Den) / int64(r.Num))
+	parallel(rect.Min.Y, rect.Max.Y, pixels, job)
 	return nil
 }
 
-// parallel runs job over bands of rows [0, n), on their own goroutines
-// when the work (pixels) is big enough; the last band runs on the
-// caller's.
-func parallel(n, pixels int, job func(y0, y1 int)) {
+// OutRect is the rectangle of output pixels at ratio r that read any
+// source pixel of src (a w x h source's changed area): output pixel i
+// reads source [i*Den/Num, (i+1)*Den/Num).
+func (r Ratio) OutRect(src image.Rectangle, w, h int) image.Rectangle {
+	ow, oh := r.Size(w, h)
+	num, den := int64(r.Num), int64(r.Den)
+	lo := func(v int) int { return int(int64(v) * num / den) }
+	hi := func(v int) int { return int((int64(v)*num + den - 1) / den) }
+	src = src.Canon()
+	return image.Rect(lo(src.Min.X), lo(src.Min.Y), hi(src.Max.X), hi(src.Max.Y)).Intersect(image.Rect(0, 0, ow, oh))
+}
+
+// parallel runs job over bands of rows [first, end), on their own
+// goroutines when the work (pixels) is big enough; the last band runs on
+// the caller's.
+func parallel(first, end, pixels int, job func(y0, y1 int)) {
+	n := end - first
 	bands := 1
 	if pixels >= minParallelPixels {
 		bands = min(n, runtime.GOMAXPROCS(0)*bandsPerProc)
 	}
 	if bands <= 1 {
-		job(0, n)
+		job(first, end)
 		return
 	}
 	per := (n + bands - 1) / bands
 	var wg sync.WaitGroup
-	for y := 0; y < n; y += per {
-		y1 := min(y+per, n)
-		if y1 == n {
+	for y := first; y < end; y += per {
+		y1 := min(y+per, end)
+		if y1 == end {
 			job(y, y1)
 			break
 		}

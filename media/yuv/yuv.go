@@ -62,6 +62,15 @@ const MinParallelPixels = 128 * 1024
 // changes the whole block's chroma. Pixels outside the rectangles are left
 // as they were, so dst must hold the previous frame's conversion.
 func Convert(dst *Image, src BGRX, rects []image.Rectangle) error {
+	rect := convertRect
+	if accelerated {
+		rect = convertRectAccel
+	}
+	return convert(dst, src, rects, rect)
+}
+
+// convert is Convert with the loop that converts one (even) rectangle.
+func convert(dst *Image, src BGRX, rects []image.Rectangle, convertRect func(*Image, BGRX, image.Rectangle)) error {
 	if err := check(dst, src); err != nil {
 		return err
 	}
@@ -147,7 +156,8 @@ func chromaOf(r, g, b int32) (byte, byte) {
 }
 
 // convertRect converts r, whose coordinates are even or at the frame's
-// edge, two rows at a time.
+// edge, two rows at a time. It is the reference of the vector loops
+// (convertRectAccel), which must give the same bytes.
 func convertRect(dst *Image, src BGRX, r image.Rectangle) {
 	for y := r.Min.Y; y < r.Max.Y; y += 2 {
 		y1 := min(y+1, src.Height-1) // an odd height repeats its last row

@@ -2,6 +2,7 @@ package streamsvc_test
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"image"
 	"io"
@@ -47,8 +48,12 @@ type daemonProc struct {
 	cmd        *exec.Cmd
 }
 
-func startDaemonProc(b *testing.B, display string) *daemonProc {
-	bin, err := filepath.Abs("../../bin/cua-spacesd")
+// benchBinEnv names another daemon binary to measure (an older build, to
+// compare on the same machine state); default: make build's.
+const benchBinEnv = "STREAM_BENCH_BIN"
+
+func startDaemonProc(b *testing.B, display string, args ...string) *daemonProc {
+	bin, err := filepath.Abs(cmp.Or(os.Getenv(benchBinEnv), "../../bin/cua-spacesd"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -57,7 +62,7 @@ func startDaemonProc(b *testing.B, display string) *daemonProc {
 	}
 	tok := filepath.Join(b.TempDir(), "token")
 	os.WriteFile(tok, []byte("bench-token"), 0o600)
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--token-file", tok, "--display", display, "--media-port", "0", "--log-level", "warn")
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0", "--token-file", tok, "--display", display, "--media-port", "0", "--log-level", "warn"}, args...)...)
 	stderr, _ := cmd.StderrPipe()
 	cmd.Env = append(os.Environ(), "DISPLAY="+display)
 	// warn level hides the serving line: ask the kernel for the port instead.
@@ -284,7 +289,7 @@ func benchStream(b *testing.B, w, h int) {
 		_ = r.PC.Close()
 
 		// The comparison, same motion, same run: ffmpeg x11grab + libvpx.
-		ffCPU, ffNote := ffmpegCores(display, w, h)
+		ffCPU, ffFPS, ffNote := ffmpegCores(display, w, h)
 		_ = xterm.Process.Kill()
 		_ = xterm.Wait()
 
@@ -295,6 +300,18 @@ func benchStream(b *testing.B, w, h int) {
 			fmt.Printf("stream %dx%d: comparison, same motion, same run: ffmpeg x11grab+libvpx (1 thread, realtime, cpu-used 8, 30 fps) %.2f cores; %s\n", w, h, ffCPU, ffNote)
 		} else {
 			fmt.Printf("stream %dx%d: comparison: %s\n", w, h, ffNote)
+		}
+		// CPU per frame: the figure a loaded machine moves least (fps and
+		// cores both drop when others take the cores), and what 30 fps
+		// would cost at that rate.
+		if fps > 0 {
+			perFrame := motion / fps * 1000
+			fmt.Printf("stream %dx%d: CPU per frame sent under motion %.1f ms, %.2f cores at 30 fps", w, h, perFrame, perFrame*30/1000)
+			if ffFPS > 0 {
+				ff := ffCPU / ffFPS * 1000
+				fmt.Printf("; ffmpeg %.1f ms a frame, %.2f cores at 30 fps", ff, ff*30/1000)
+			}
+			fmt.Println()
 		}
 		enc := m1[streamsvc.MetricFrames] - m0[streamsvc.MetricFrames]
 		fmt.Printf("stream %dx%d: in the daemon under motion: %.1f captures/s, %.1f frames encoded/s, %.1f ms encode per frame\n", w, h,
@@ -317,11 +334,11 @@ func benchStream(b *testing.B, w, h int) {
 }
 
 // ffmpegCores runs the comparison of DESIGN §5 for benchPhase (after a
-// second of start-up) and answers its CPU in cores, and the frames per
+// second of start-up) and answers its CPU in cores and the frames per
 // second it encoded, or why it could not.
-func ffmpegCores(display string, w, h int) (float64, string) {
+func ffmpegCores(display string, w, h int) (float64, float64, string) {
 	if _, err := exec.LookPath("ffmpeg"); err != nil {
-		return 0, "ffmpeg not installed (apt-get install ffmpeg): no comparison"
+		return 0, 0, "ffmpeg not installed (apt-get install ffmpeg): no comparison"
 	}
 	secs := int((benchPhase + time.Second) / time.Second)
 	cmd := exec.Command("ffmpeg", "-nostdin", "-loglevel", "error", "-stats", "-f", "x11grab", "-video_size", fmt.Sprintf("%dx%d", w, h), "-framerate", "30",
@@ -329,7 +346,7 @@ func ffmpegCores(display string, w, h int) (float64, string) {
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
-		return 0, "ffmpeg failed to start: " + err.Error()
+		return 0, 0, "ffmpeg failed to start: " + err.Error()
 	}
 	time.Sleep(time.Second)
 	c0, t0 := cpuSeconds(cmd.Process.Pid), time.Now()
@@ -340,7 +357,8 @@ func ffmpegCores(display string, w, h int) (float64, string) {
 	if i := strings.LastIndex(stderr.String(), "frame="); i >= 0 {
 		fmt.Sscanf(strings.TrimLeft(stderr.String()[i+len("frame="):], " "), "%d", &frames)
 	}
-	return c, fmt.Sprintf("ffmpeg encoded %.1f fps", float64(frames)/float64(secs))
+	fps := float64(frames) / float64(secs)
+	return c, fps, fmt.Sprintf("ffmpeg encoded %.1f fps", fps)
 }
 
 func drain(ch chan decoded) {

@@ -44,7 +44,7 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32)
 		}
 		viewOnly = t.ViewOnly
 	}
-	fps, err := httpapi.QueryInt(r, "max_fps", api.DefaultStreamFPS, 1, api.MaxStreamFPS)
+	so, err := api.ParseStreamQuery(r.URL.Query())
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return
@@ -73,7 +73,8 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32)
 		input = &viewerInput{d: s.d, held: s.d.NewHeld(), windowID: windowID}
 	}
 	v, answer, err := s.engine.Join(ctx, rtc.Target{Key: target, Open: s.opener(windowID)}, string(offer), rtc.ViewerOptions{
-		ViewOnly: viewOnly, MaxFPS: int(fps), Input: input, Control: s.control(windowID, caller.Ticket),
+		ViewOnly: viewOnly, MaxFPS: so.MaxFPS, MaxWidth: so.MaxWidth, MaxHeight: so.MaxHeight, Input: input,
+		Control: s.control(windowID, caller.Ticket),
 		OnClose: func(cause error) {
 			s.mu.Lock()
 			delete(s.sessions, id)

@@ -41,8 +41,12 @@ type Options struct {
 // Metrics of the stream service.
 const (
 	MetricCaptures = "cua_spacesd_stream_captures_total"
-	MetricStreams  = "cua_spacesd_streams"
-	MetricViewers  = "cua_spacesd_stream_viewers"
+	// MetricStreams counts the pipelines (one encoder each): one per
+	// target and frame size watched; MetricSources the targets captured,
+	// one capture each whatever the sizes.
+	MetricStreams = "cua_spacesd_streams"
+	MetricSources = "cua_spacesd_stream_sources"
+	MetricViewers = "cua_spacesd_stream_viewers"
 	// Frames sent, keyframes among them, their bytes, and the encoder's
 	// time on them (seconds).
 	MetricFrames       = "cua_spacesd_stream_frames_total"
@@ -86,6 +90,7 @@ func New(d *desktop.Desktop, o Options) server.NewService {
 			captures: h.Metrics.Counter(MetricCaptures), page: viewer.New()}
 		s.base, s.stop = context.WithCancel(context.Background())
 		h.Metrics.Gauge(MetricStreams, func() float64 { return float64(s.streams()) })
+		h.Metrics.Gauge(MetricSources, func() float64 { return float64(s.sources()) })
 		h.Metrics.Gauge(MetricViewers, func() float64 { return float64(s.viewers()) })
 		if !vp8.Available {
 			s.limitation = vp8.Limitation
@@ -208,6 +213,13 @@ func (s *Service) streams() int {
 		return 0
 	}
 	return s.engine.Streams()
+}
+
+func (s *Service) sources() int {
+	if s.engine == nil {
+		return 0
+	}
+	return s.engine.Captures()
 }
 
 func (s *Service) viewers() int {

@@ -43,13 +43,7 @@ func (e *env) showWindow(t *testing.T) (*desktoptest.XClient, api.Window) {
 // colours where the window is (origin: its top-left in the image).
 func checkQuarters(t *testing.T, what string, f rtctest.Frame, ox, oy int) {
 	t.Helper()
-	img := decodeKey(t, f)
-	for _, q := range []desktoptest.Fill{desktoptest.Red, desktoptest.Green, desktoptest.Blue, desktoptest.White} {
-		x, y := ox+q.X+q.W/2, oy+q.Y+q.H/2
-		if got := rgbAt(img, x, y); !desktoptest.NearRGB(got, q.RGB) {
-			t.Errorf("%s: pixel (%d, %d) decodes to %06x, want %06x", what, x, y, got, q.RGB)
-		}
-	}
+	checkScaledQuarters(t, what, f, ox, oy, 1, 1)
 }
 
 // TestScreenStream: a viewer with a ticket, whose offer carries no

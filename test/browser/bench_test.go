@@ -124,7 +124,7 @@ func benchViewer(b *testing.B, w, h int) {
 	tw := *term.Window
 	time.Sleep(time.Second) // the window manager's drawing settles
 
-	ep, err := c.StreamEndpoint(b.Context(), api.TicketRequest{TTLSeconds: 600}, 0)
+	ep, err := c.StreamEndpoint(b.Context(), api.TicketRequest{TTLSeconds: 600}, api.StreamOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}

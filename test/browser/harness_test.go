@@ -601,7 +601,7 @@ func startSpace(t *testing.T, size string) *env {
 // link mints a viewer link as cua-bridge view prints it.
 func (e *env) link(t *testing.T, req api.TicketRequest) *api.StreamEndpoint {
 	t.Helper()
-	ep, err := e.d.Client.StreamEndpoint(t.Context(), req, 0)
+	ep, err := e.d.Client.StreamEndpoint(t.Context(), req, api.StreamOptions{})
 	if err != nil {
 		t.Fatalf("stream endpoint %+v: %v", req, err)
 	}

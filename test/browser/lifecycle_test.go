@@ -192,7 +192,7 @@ func TestViewerReconnectsAfterRestart(t *testing.T) {
 	// the restart: long enough for a slow browser on a loaded machine,
 	// short enough that the test need not wait long for its end.
 	const linkTTL = 10
-	ep, err := c.StreamEndpoint(t.Context(), api.TicketRequest{TTLSeconds: linkTTL}, 0)
+	ep, err := c.StreamEndpoint(t.Context(), api.TicketRequest{TTLSeconds: linkTTL}, api.StreamOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
