@@ -30,6 +30,7 @@ import (
 	"github.com/trycua/cua-spacesd/spacesd/daemon"
 	"github.com/trycua/cua-spacesd/spacesd/doctor"
 	"github.com/trycua/cua-spacesd/spacesd/filesvc"
+	"github.com/trycua/cua-spacesd/spacesd/mcpsvc"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 )
 
@@ -79,6 +80,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	display := fs.String("display", os.Getenv("DISPLAY"), "X display for the desktop features")
 	xvfb := fs.Bool("xvfb", false, "without a display, start a private Xvfb + openbox for the desktop features")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	mcpConfig := fs.String("mcp-config", "", "file declaring the image's MCP services (JSON, mcpServers), reached through the mcp tools list_tools and call_tool")
 	stateDir := fs.String("state-dir", filesvc.DefaultStateDir(), "where unfinished uploads and temp files are recorded, to survive a restart, and the --tls-self-signed pair is kept (\"\" = nowhere)")
 	var po process.Options
 	fs.StringVar(&po.Containment, "containment", process.ContainmentAuto,
@@ -122,6 +124,13 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
 		return 2
 	}
+	var mcpOpts mcpsvc.Options
+	if *mcpConfig != "" {
+		if mcpOpts.Config, err = mcpsvc.LoadConfig(*mcpConfig); err != nil {
+			fmt.Fprintf(stderr, "cua-spacesd: --mcp-config: %v\n", err)
+			return 2
+		}
+	}
 	tlsConfig, err := tlsf.config(*stateDir, addr, stdout, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
@@ -140,7 +149,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		log.Info("started a virtual display", "display", *display)
 	}
 	srv, err := daemon.New(daemon.Options{Version: version, Auth: auth, Logger: log, Display: *display, Xauthority: xauthority,
-		Process: po, Files: filesvc.Options{StateDir: *stateDir}, Stream: media.options(addr), TLS: tlsConfig})
+		Process: po, Files: filesvc.Options{StateDir: *stateDir}, Stream: media.options(addr), TLS: tlsConfig, MCP: mcpOpts})
 	if err != nil {
 		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
 		return 1

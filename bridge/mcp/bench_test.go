@@ -39,6 +39,42 @@ func BenchmarkMCPSpaceBashTrue(b *testing.B) {
 	}
 }
 
+// BenchmarkMCPCallToolHop is space_bash "true" through the bridge two
+// ways in one run: as the bridge's own tool (its client to the daemon's
+// HTTP API), and as call_tool of the daemon's built-in service (one more
+// MCP hop, bridge to the daemon's /mcp, a session of its own per call),
+// with the official SDK client over streamable HTTP. It reports medians.
+func BenchmarkMCPCallToolHop(b *testing.B) {
+	e := newEnv(b)
+	cs := e.client(b, nil)
+	for _, c := range []struct {
+		name, tool string
+		args       map[string]any
+	}{
+		{"space_bash", "space_bash", map[string]any{"space": "s1", "command": "true"}},
+		{"call_tool", "call_tool", map[string]any{"space": "s1", "tool": "space_bash", "arguments": map[string]any{"command": "true"}}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for range 5 { // warm connections and the capabilities cache
+				call(b, cs, c.tool, c.args)
+			}
+			durs := make([]time.Duration, 0, b.N)
+			for b.Loop() {
+				start := time.Now()
+				r := call(b, cs, c.tool, c.args)
+				durs = append(durs, time.Since(start))
+				if r.IsError {
+					b.Fatal(text(r))
+				}
+			}
+			slices.Sort(durs)
+			if len(durs) > 0 {
+				b.ReportMetric(float64(durs[len(durs)/2].Microseconds())/1000, "median-ms")
+			}
+		})
+	}
+}
+
 // BenchmarkMCPAgentStep is a computer-use agent's step through the bridge
 // to a real spacesd on a 1920x1080 Xvfb showing a desktop-like picture: a
 // JPEG screenshot scaled to 1280 (as agents ask), then a click at its

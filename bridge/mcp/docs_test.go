@@ -15,6 +15,8 @@ import (
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/bridge/tools"
+	"github.com/trycua/cua-spacesd/internal/mcpserve"
+	"github.com/trycua/cua-spacesd/internal/spacetools"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "rewrite the generated part of docs/tools.md from the tool definitions")
@@ -32,7 +34,7 @@ const (
 var commonKinds = []api.Kind{api.KindInvalidArgument, api.KindNotFound, api.KindAmbiguousSandbox,
 	api.KindSpacesdNotAvailable, api.KindCapabilityMissing, api.KindUnauthenticated, api.KindEnv, api.KindCancelled}
 
-func kindsOf(t *tools.Tool) []string {
+func kindsOf(t *spacetools.Tool) []string {
 	var ks []string
 	add := func(k api.Kind) {
 		if !slices.Contains(ks, string(k)) {
@@ -40,7 +42,7 @@ func kindsOf(t *tools.Tool) []string {
 		}
 	}
 	add(api.KindInvalidArgument)
-	if t.TakesSpace {
+	if !t.NoSpace {
 		for _, k := range commonKinds {
 			add(k)
 		}
@@ -51,12 +53,15 @@ func kindsOf(t *tools.Tool) []string {
 	return ks
 }
 
-func renderTool(t *tools.Tool) string {
+// renderTool renders t as the bridge serves it (schema as the surface
+// serves it, with the space argument).
+func renderTool(t *spacetools.Tool, surface spacetools.Surface) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### `%s`\n\n**%s.** %s\n\n", t.Name, t.Title, t.Description)
 	b.WriteString("| argument | type | required | default | description |\n|---|---|---|---|---|\n")
-	names := make([]string, 0, len(t.Schema.Properties))
-	for n := range t.Schema.Properties {
+	schema := surface.Schema(t)
+	names := make([]string, 0, len(schema.Properties))
+	for n := range schema.Properties {
 		names = append(names, n)
 	}
 	sort.SliceStable(names, func(i, j int) bool {
@@ -65,16 +70,16 @@ func renderTool(t *tools.Tool) string {
 		if ri != rj {
 			return ri
 		}
-		qi, qj := slices.Contains(t.Schema.Required, names[i]), slices.Contains(t.Schema.Required, names[j])
+		qi, qj := slices.Contains(schema.Required, names[i]), slices.Contains(schema.Required, names[j])
 		if qi != qj {
 			return qi
 		}
 		return names[i] < names[j]
 	})
 	for _, n := range names {
-		p := t.Schema.Properties[n]
+		p := schema.Properties[n]
 		req := ""
-		if slices.Contains(t.Schema.Required, n) {
+		if slices.Contains(schema.Required, n) {
 			req = "yes"
 		}
 		def := ""
@@ -108,7 +113,7 @@ func renderTool(t *tools.Tool) string {
 }
 
 // hintsOf renders a tool's annotations as a host reads them.
-func hintsOf(h tools.Hints) string {
+func hintsOf(h mcpserve.Hints) string {
 	if h.ReadOnly {
 		return "read-only"
 	}
@@ -145,8 +150,9 @@ func typeOf(s *jsonschema.Schema) string {
 func generated() string {
 	var b strings.Builder
 	b.WriteString(beginMarker + "\n\n")
-	for _, t := range tools.All() {
-		b.WriteString(renderTool(t))
+	surface := tools.NewDeps(nil, nil).Surface()
+	for _, t := range tools.Defs(nil) {
+		b.WriteString(renderTool(t, surface))
 	}
 	b.WriteString(endMarker)
 	return b.String()

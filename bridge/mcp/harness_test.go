@@ -24,6 +24,8 @@ import (
 	"github.com/trycua/cua-spacesd/bridge/mcp"
 	"github.com/trycua/cua-spacesd/bridge/registry"
 	"github.com/trycua/cua-spacesd/bridge/tools"
+	"github.com/trycua/cua-spacesd/internal/mcpserve"
+	"github.com/trycua/cua-spacesd/internal/mcptest"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -169,11 +171,11 @@ func call(t testing.TB, cs *sdk.ClientSession, name string, args map[string]any)
 // outputSchemas are the output schemas tools/list shows, resolved once.
 var outputSchemas = sync.OnceValue(func() map[string]*jsonschema.Resolved {
 	out := map[string]*jsonschema.Resolved{}
-	for _, tool := range tools.All() {
+	for _, tool := range tools.All(nil) {
 		if tool.Output == nil {
 			continue
 		}
-		r, err := mcp.OutputSchema(tool).Resolve(nil)
+		r, err := mcpserve.OutputSchema(tool).Resolve(nil)
 		if err != nil {
 			panic(fmt.Sprintf("%s: output schema: %v", tool.Name, err))
 		}
@@ -206,15 +208,7 @@ func checkOutput(t testing.TB, name string, res *sdk.CallToolResult) {
 	}
 }
 
-func text(r *sdk.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range r.Content {
-		if tc, ok := c.(*sdk.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
+func text(r *sdk.CallToolResult) string { return mcptest.Text(r) }
 
 // structured decodes structuredContent into v.
 func structured(t testing.TB, r *sdk.CallToolResult, v any) {

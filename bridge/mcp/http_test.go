@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trycua/cua-spacesd/bridge/mcp"
+	"github.com/trycua/cua-spacesd/internal/mcpserve"
 )
 
 func TestProtocolVersions(t *testing.T) {
@@ -36,9 +36,9 @@ func TestProtocolVersions(t *testing.T) {
 // 2025-11-25 on, and the stateless revision has no session and no ping.
 func TestGateHTTP(t *testing.T) {
 	e := newEnv(t)
-	for _, version := range mcp.ProtocolVersions {
+	for _, version := range mcpserve.ProtocolVersions {
 		t.Run(version, func(t *testing.T) {
-			modern := mcp.IsModern(version)
+			modern := mcpserve.IsModern(version)
 			hs := map[string]string{"Mcp-Protocol-Version": version}
 			if !modern {
 				sid, _ := e.initialize(t, version)
@@ -52,9 +52,9 @@ func TestGateHTTP(t *testing.T) {
 				}
 				return raw
 			}
-			big := `{"jsonrpc":"2.0","id":9,"method":"ping","params":{"x":"` + strings.Repeat("a", mcp.MaxMessageBytes) + `"}}`
+			big := `{"jsonrpc":"2.0","id":9,"method":"ping","params":{"x":"` + strings.Repeat("a", mcpserve.MaxMessageBytes) + `"}}`
 			argsCode := -32602 // or a tool error, from 2025-11-25
-			if version >= mcp.ToolErrorVersion {
+			if version >= mcpserve.ToolErrorVersion {
 				argsCode = toolErrorCode
 			}
 			tests := []struct {
@@ -145,8 +145,8 @@ func TestGateHTTP(t *testing.T) {
 					"no Mcp-Name":      {"Mcp-Protocol-Version": version, "Mcp-Method": "tools/call"},
 					"other Mcp-Name":   {"Mcp-Protocol-Version": version, "Mcp-Method": "tools/call", "Mcp-Name": "space_ls"},
 				} {
-					if r := e.raw(t, http.MethodPost, call, h); r.status != http.StatusBadRequest || rpcCode(r.message) != mcp.CodeHeaderMismatch {
-						t.Errorf("%s: %d %v, want 400 %d", name, r.status, r.message, mcp.CodeHeaderMismatch)
+					if r := e.raw(t, http.MethodPost, call, h); r.status != http.StatusBadRequest || rpcCode(r.message) != mcpserve.CodeHeaderMismatch {
+						t.Errorf("%s: %d %v, want 400 %d", name, r.status, r.message, mcpserve.CodeHeaderMismatch)
 					}
 				}
 				return

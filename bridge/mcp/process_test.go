@@ -10,7 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/trycua/cua-spacesd/api"
-	"github.com/trycua/cua-spacesd/bridge/tools"
+	"github.com/trycua/cua-spacesd/internal/spacetools"
 )
 
 // ticker prints a numbered line every 200 ms and answers each line of its
@@ -23,11 +23,11 @@ type outputReader struct {
 	id                     string
 	stdoutOff, stderrOff   int64
 	stdout, stderr         strings.Builder
-	last                   tools.ProcessOutput
+	last                   spacetools.ProcessOutput
 	maxBytes, calls, waits int
 }
 
-func (r *outputReader) read(t *testing.T, cs *sdk.ClientSession) tools.ProcessOutput {
+func (r *outputReader) read(t *testing.T, cs *sdk.ClientSession) spacetools.ProcessOutput {
 	t.Helper()
 	args := map[string]any{"space": "s1", "id": r.id, "stdout_offset": r.stdoutOff, "stderr_offset": r.stderrOff, "wait_ms": 5000}
 	if r.maxBytes > 0 {
@@ -37,7 +37,7 @@ func (r *outputReader) read(t *testing.T, cs *sdk.ClientSession) tools.ProcessOu
 	if res.IsError {
 		t.Fatalf("space_process_output: %s", text(res))
 	}
-	var o tools.ProcessOutput
+	var o spacetools.ProcessOutput
 	structured(t, res, &o)
 	if o.StdoutOffset != r.stdoutOff+int64(len(o.Stdout))+o.LostStdoutBytes {
 		t.Fatalf("read from %d answered %d bytes and next offset %d", r.stdoutOff, len(o.Stdout), o.StdoutOffset)
@@ -120,7 +120,7 @@ func TestBackgroundProcess(t *testing.T) {
 	// restart) finds it running and reads on from the same offsets.
 	cs.Close()
 	cs = e.client(t, nil)
-	var list tools.ProcessList
+	var list spacetools.ProcessList
 	structured(t, call(t, cs, "space_processes", map[string]any{"space": "s1"}), &list)
 	found := false
 	for _, p := range list.Processes {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/trycua/cua-spacesd/bridge/mcp"
-	"github.com/trycua/cua-spacesd/bridge/tools"
+	"github.com/trycua/cua-spacesd/internal/mcpserve"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -18,7 +18,7 @@ import (
 // streamable HTTP on loopback with the given session bounds.
 func sessionEnv(t *testing.T, o mcp.HTTPOptions) (*env, *mcp.Bridge) {
 	t.Helper()
-	b, err := mcp.New(mcp.Config{Tools: []*tools.Tool{}, Version: "test"})
+	b, err := mcp.New(mcp.Config{Tools: []*mcpserve.Tool{}, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,11 +49,11 @@ func TestSessionCap(t *testing.T) {
 	over := e.raw(t, http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, nil)
 	errObj, _ := over.message["error"].(map[string]any)
 	msg, _ := errObj["message"].(string)
-	if over.status != http.StatusServiceUnavailable || rpcCode(over.message) != mcp.CodeTooManySessions ||
+	if over.status != http.StatusServiceUnavailable || rpcCode(over.message) != mcpserve.CodeTooManySessions ||
 		!strings.Contains(msg, "too many MCP sessions") || !strings.Contains(msg, "DELETE") {
 		t.Fatalf("initialize over the cap: %d %v; want 503 with a JSON-RPC error naming the cap and DELETE", over.status, over.message)
 	}
-	if n := mcp.SessionCount(b); n != max {
+	if n := b.SessionCount(); n != max {
 		t.Fatalf("%d sessions open, want %d", n, max)
 	}
 	// The sessions already open are untouched...
@@ -74,7 +74,7 @@ func TestIdleSessionsExpire(t *testing.T) {
 	e, b := sessionEnv(t, mcp.HTTPOptions{SessionIdle: 100 * time.Millisecond})
 	sid, _ := e.initialize(t, "2025-06-18")
 	// Watch the count, not the session: a request would keep it alive.
-	eventually(t, "the idle session ends", func() bool { return mcp.SessionCount(b) == 0 })
+	eventually(t, "the idle session ends", func() bool { return b.SessionCount() == 0 })
 	hs := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-06-18"}
 	if r := e.raw(t, http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, hs); r.status != http.StatusNotFound {
 		t.Fatalf("a request of an expired session: %d, want 404", r.status)

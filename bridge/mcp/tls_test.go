@@ -39,6 +39,10 @@ func TestAddSpaceOverTLS(t *testing.T) {
 		if r := call(t, cs, "space_bash", map[string]any{"space": name, "command": "echo tls-ok"}); r.IsError || !strings.Contains(text(r), "tls-ok") {
 			t.Fatalf("space_bash on %s: %s", name, text(r))
 		}
+		// The MCP hop to the daemon's /mcp goes over the same pinned TLS.
+		if r := call(t, cs, "call_tool", map[string]any{"space": name, "tool": "space_bash", "arguments": map[string]any{"command": "echo mcp-tls-ok"}}); r.IsError || !strings.Contains(text(r), "mcp-tls-ok") {
+			t.Fatalf("call_tool on %s: %s", name, text(r))
+		}
 	}
 	if _, err := e.reg.Resolve("bad"); api.KindOf(err) != api.KindNotFound {
 		t.Fatalf("the refused Space was registered: %v", err)

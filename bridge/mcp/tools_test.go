@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/trycua/cua-spacesd/internal/proctest"
+	"github.com/trycua/cua-spacesd/internal/spacetools"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -34,7 +35,7 @@ func TestToolsListed(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]bool{}
-	for _, tl := range tools.All() {
+	for _, tl := range tools.All(nil) {
 		want[tl.Name] = true
 	}
 	for _, tl := range res.Tools {
@@ -147,7 +148,7 @@ func TestSpaceBash(t *testing.T) {
 	if want := "out\n[stderr]\nerr\n[exit 3]"; text(r) != want {
 		t.Fatalf("text %q, want %q", text(r), want)
 	}
-	var b tools.BashResult
+	var b spacetools.BashResult
 	structured(t, r, &b)
 	if b.Stdout != "out\n" || b.Stderr != "err\n" || b.ExitCode != 3 || b.TimedOut || b.ProcessID != "" {
 		t.Fatalf("structured %+v", b)
@@ -163,7 +164,7 @@ func TestSpaceBashBackground(t *testing.T) {
 	if r.IsError {
 		t.Fatal(text(r))
 	}
-	var b tools.BashResult
+	var b spacetools.BashResult
 	structured(t, r, &b)
 	if b.ProcessID == "" || len(b.Background) != 1 || !strings.Contains(text(r), "[background: 1 process left running") {
 		t.Fatalf("a background child was not reported: %+v\n%s", b, text(r))

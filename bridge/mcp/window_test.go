@@ -7,15 +7,15 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/trycua/cua-spacesd/api"
-	"github.com/trycua/cua-spacesd/bridge/tools"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
+	"github.com/trycua/cua-spacesd/internal/spacetools"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
 // listedWindow answers the window as list_space_windows shows it.
 func listedWindow(t *testing.T, cs *sdk.ClientSession, id uint32) (api.Window, bool) {
 	t.Helper()
-	var list tools.WindowList
+	var list spacetools.WindowList
 	structured(t, call(t, cs, "list_space_windows", map[string]any{"space": "s1"}), &list)
 	for _, w := range list.Windows {
 		if w.WindowID == id {
@@ -25,14 +25,14 @@ func listedWindow(t *testing.T, cs *sdk.ClientSession, id uint32) (api.Window, b
 	return api.Window{}, false
 }
 
-func windowAction(t *testing.T, cs *sdk.ClientSession, args map[string]any) tools.WindowAction {
+func windowAction(t *testing.T, cs *sdk.ClientSession, args map[string]any) spacetools.WindowAction {
 	t.Helper()
 	args["space"] = "s1"
 	r := call(t, cs, "space_window", args)
 	if r.IsError {
 		t.Fatalf("space_window %v: %s", args, text(r))
 	}
-	var a tools.WindowAction
+	var a spacetools.WindowAction
 	structured(t, r, &a)
 	return a
 }
@@ -105,7 +105,7 @@ func TestClipboardTools(t *testing.T) {
 	cs := e.client(t, nil)
 	const want = "Привет ✓"
 	r := call(t, cs, "space_clipboard_set", map[string]any{"space": "s1", "text": want})
-	var set tools.ClipboardSet
+	var set spacetools.ClipboardSet
 	structured(t, r, &set)
 	if r.IsError || set.Chars != 8 || set.Bytes != len(want) {
 		t.Fatalf("set: %+v: %s", set, text(r))

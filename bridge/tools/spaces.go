@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/bridge/registry"
+	"github.com/trycua/cua-spacesd/internal/mcpserve"
+	"github.com/trycua/cua-spacesd/internal/spacetools"
 )
 
 // SpaceView is a Space as list_spaces shows it.
@@ -36,7 +37,7 @@ func (d *Deps) probe(ctx context.Context, e registry.Entry) (SpaceView, *api.Cap
 	}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	caps, err := fetchCapabilities(ctx, c)
+	caps, err := spacetools.FetchCapabilities(ctx, c)
 	if err != nil {
 		v.Error = fmt.Sprintf("%s: %s", api.KindOf(err), api.AsError(err).Message)
 		return v, nil, err
@@ -61,29 +62,30 @@ type SpaceList struct {
 	Spaces []SpaceView `json:"spaces"`
 }
 
-func addSpaceTool() *Tool {
-	return &Tool{
-		Name:   "add_space",
-		Title:  "Add a Space",
-		Hints:  Hints{Destructive: true, Idempotent: true, OpenWorld: true},
-		Output: outputOf[SpaceView](),
+func addSpaceTool(d *Deps) *spacetools.Tool {
+	return &spacetools.Tool{
+		Name:    "add_space",
+		NoSpace: true,
+		Title:   "Add a Space",
+		Hints:   mcpserve.Hints{Destructive: true, Idempotent: true, OpenWorld: true},
+		Output:  spacetools.OutputOf[SpaceView](),
 		Description: "Register a Space (a machine running cua-spacesd) under a name, with its URL and bearer token. " +
 			"The Space is probed first: a wrong token or a URL without spacesd is refused. Re-adding a name replaces it.",
-		Schema: object([]string{"url"}, map[string]*jsonschema.Schema{
-			"url":         nonEmpty("The spacesd URL, e.g. http://127.0.0.1:3211 (host:port means http), or https://HOST:PORT for a Space serving TLS."),
-			"token":       str("The Space's bearer token (empty for a loopback spacesd without one)."),
-			"name":        str("A short name for the Space (letters, digits, '.', '_', '-'); default derived from the URL."),
-			"fingerprint": str("For an https Space: pin its certificate by the sha256:... fingerprint cua-spacesd printed (--tls-self-signed)."),
-			"ca_file":     str("For an https Space: a PEM file (on this machine) of the CAs that sign its certificate."),
+		Schema: spacetools.Object([]string{"url"}, map[string]*jsonschema.Schema{
+			"url":         spacetools.NonEmpty("The spacesd URL, e.g. http://127.0.0.1:3211 (host:port means http), or https://HOST:PORT for a Space serving TLS."),
+			"token":       spacetools.Str("The Space's bearer token (empty for a loopback spacesd without one)."),
+			"name":        spacetools.Str("A short name for the Space (letters, digits, '.', '_', '-'); default derived from the URL."),
+			"fingerprint": spacetools.Str("For an https Space: pin its certificate by the sha256:... fingerprint cua-spacesd printed (--tls-self-signed)."),
+			"ca_file":     spacetools.Str("For an https Space: a PEM file (on this machine) of the CAs that sign its certificate."),
 		}),
 		Errors: []api.Kind{api.KindUnauthenticated, api.KindSpacesdNotAvailable, api.KindEnv, api.KindIO},
 		Result: "the Space as list_spaces shows it: {space, name, url, online, version, features}",
-		Run: func(ctx context.Context, c *Call) (*Result, error) {
+		Run: func(ctx context.Context, c *spacetools.Call) (*mcpserve.Result, error) {
 			var a struct {
 				URL, Token, Name, Fingerprint string
 				CAFile                        string `json:"ca_file"`
 			}
-			if err := decode(c, "add_space", &a); err != nil {
+			if err := spacetools.Decode(c, "add_space", &a); err != nil {
 				return nil, err
 			}
 			u, err := registry.NormalizeURL(a.URL)
@@ -101,62 +103,64 @@ func addSpaceTool() *Tool {
 			}
 			// Probe before writing: a Space that refuses the token or its
 			// certificate, or runs no spacesd, is never registered.
-			v, _, err := c.deps.probe(ctx, entry)
+			v, _, err := d.probe(ctx, entry)
 			if err != nil {
 				return nil, err
 			}
-			e, err := c.deps.Registry.AddEntry(ctx, entry)
+			e, err := d.Registry.AddEntry(ctx, entry)
 			if err != nil {
 				return nil, err
 			}
-			c.deps.forget()
+			d.forget()
 			v.Space, v.Name, v.URL = e.Name, e.Name, e.URL
-			return &Result{Text: fmt.Sprintf("added space %s (%s), spacesd %s, features: %s", e.Name, e.URL, v.Version, strings.Join(v.Features, ", ")), Structured: v}, nil
+			return &mcpserve.Result{Text: fmt.Sprintf("added space %s (%s), spacesd %s, features: %s", e.Name, e.URL, v.Version, strings.Join(v.Features, ", ")), Structured: v}, nil
 		},
 	}
 }
 
-func removeSpaceTool() *Tool {
-	return &Tool{
+func removeSpaceTool(d *Deps) *spacetools.Tool {
+	return &spacetools.Tool{
 		Name:        "remove_space",
+		NoSpace:     true,
 		Title:       "Remove a Space",
-		Hints:       Hints{Destructive: true, Idempotent: true},
-		Output:      outputOf[RemovedSpace](),
+		Hints:       mcpserve.Hints{Destructive: true, Idempotent: true},
+		Output:      spacetools.OutputOf[RemovedSpace](),
 		Description: "Forget a registered Space and its token. The Space itself is not touched.",
-		Schema:      object([]string{"space"}, map[string]*jsonschema.Schema{"space": spaceArg()}),
+		Schema:      spacetools.Object([]string{"space"}, map[string]*jsonschema.Schema{"space": SpaceArg()}),
 		Errors:      []api.Kind{api.KindNotFound, api.KindAmbiguousSandbox, api.KindIO},
 		Result:      "{removed: <name>}",
-		Run: func(ctx context.Context, c *Call) (*Result, error) {
+		Run: func(ctx context.Context, c *spacetools.Call) (*mcpserve.Result, error) {
 			var a struct{ Space string }
-			if err := decode(c, "remove_space", &a); err != nil {
+			if err := spacetools.Decode(c, "remove_space", &a); err != nil {
 				return nil, err
 			}
-			e, err := c.deps.Registry.Resolve(a.Space)
+			e, err := d.Registry.Resolve(a.Space)
 			if err != nil {
 				return nil, err
 			}
-			if err := c.deps.Registry.Remove(e.Name); err != nil {
+			if err := d.Registry.Remove(e.Name); err != nil {
 				return nil, err
 			}
-			c.deps.forget()
-			return &Result{Text: "removed space " + e.Name, Structured: RemovedSpace{Removed: e.Name}}, nil
+			d.forget()
+			return &mcpserve.Result{Text: "removed space " + e.Name, Structured: RemovedSpace{Removed: e.Name}}, nil
 		},
 	}
 }
 
-func listSpacesTool() *Tool {
-	return &Tool{
-		Name:   "list_spaces",
-		Title:  "List the Spaces",
-		Hints:  Hints{ReadOnly: true},
-		Output: outputOf[SpaceList](),
+func listSpacesTool(d *Deps) *spacetools.Tool {
+	return &spacetools.Tool{
+		Name:    "list_spaces",
+		NoSpace: true,
+		Title:   "List the Spaces",
+		Hints:   mcpserve.Hints{ReadOnly: true},
+		Output:  spacetools.OutputOf[SpaceList](),
 		Description: "List the registered Spaces, each probed live: online, spacesd version and supported features. " +
 			"An offline Space is listed with online=false and the reason.",
-		Schema: object(nil, map[string]*jsonschema.Schema{}),
+		Schema: spacetools.Object(nil, map[string]*jsonschema.Schema{}),
 		Errors: []api.Kind{api.KindIO},
 		Result: "{spaces: [{space, name, url, online, version, features, error?}]}",
-		Run: func(ctx context.Context, c *Call) (*Result, error) {
-			entries, err := c.deps.Registry.List()
+		Run: func(ctx context.Context, c *spacetools.Call) (*mcpserve.Result, error) {
+			entries, err := d.Registry.List()
 			if err != nil {
 				return nil, err
 			}
@@ -166,7 +170,7 @@ func listSpacesTool() *Tool {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					views[i], _, _ = c.deps.probe(ctx, e)
+					views[i], _, _ = d.probe(ctx, e)
 				}()
 			}
 			wg.Wait()
@@ -181,30 +185,7 @@ func listSpacesTool() *Tool {
 				}
 				fmt.Fprintf(&b, "%s\t%s\t%s\t%s\n", v.Space, v.URL, state, strings.Join(v.Features, ","))
 			}
-			return &Result{Text: strings.TrimRight(b.String(), "\n"), Structured: SpaceList{Spaces: views}}, nil
-		},
-	}
-}
-
-func spaceCapabilitiesTool() *Tool {
-	return &Tool{
-		Name:   "space_capabilities",
-		Title:  "A Space's capabilities",
-		Hints:  Hints{ReadOnly: true},
-		Output: outputOf[api.Capabilities](),
-		Description: "What a Space's cua-spacesd supports: version, OS, arch, display server, limits, and every feature " +
-			"with supported and, when unsupported, the limitation a person can act on.",
-		Schema:     object([]string{"space"}, map[string]*jsonschema.Schema{"space": spaceArg()}),
-		TakesSpace: true,
-		Result:     "the capabilities object of GET /v1/capabilities",
-		Run: func(ctx context.Context, c *Call) (*Result, error) {
-			// Fresh, not the gate's cached copy: this is the call that answers.
-			caps, err := fetchCapabilities(ctx, c.Space.Client)
-			if err != nil {
-				return nil, err
-			}
-			b, _ := json.MarshalIndent(caps, "", "  ")
-			return &Result{Text: string(b), Structured: caps}, nil
+			return &mcpserve.Result{Text: strings.TrimRight(b.String(), "\n"), Structured: SpaceList{Spaces: views}}, nil
 		},
 	}
 }

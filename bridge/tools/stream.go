@@ -9,6 +9,8 @@ import (
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/api/client"
+	"github.com/trycua/cua-spacesd/internal/mcpserve"
+	"github.com/trycua/cua-spacesd/internal/spacetools"
 )
 
 // streamArgs are the arguments stream_endpoint and stream_space_window share.
@@ -25,13 +27,12 @@ type streamArgs struct {
 
 func streamProps(extra map[string]*jsonschema.Schema) map[string]*jsonschema.Schema {
 	props := map[string]*jsonschema.Schema{
-		"space":   spaceArg(),
-		"max_fps": integer("Highest frame rate of the stream.", 1, api.MaxStreamFPS, api.DefaultStreamFPS),
-		"max_width": integer("Widest frame the viewer wants: a wider screen or window is scaled down to it, keeping its aspect ratio "+
+		"max_fps": spacetools.Integer("Highest frame rate of the stream.", 1, api.MaxStreamFPS, api.DefaultStreamFPS),
+		"max_width": spacetools.Integer("Widest frame the viewer wants: a wider screen or window is scaled down to it, keeping its aspect ratio "+
 			"(never up); input on the frames lands where they show. Default: the target's own size.", api.MinStreamDimension, api.MaxStreamDimension, nil),
-		"max_height": integer("Tallest frame the viewer wants, as max_width.", api.MinStreamDimension, api.MaxStreamDimension, nil),
-		"ticket_ttl": integer("Seconds the ticket opens the stream (a stream opened lives on until its viewer leaves).", 1, api.MaxTicketTTLSeconds, api.DefaultTicketTTLSeconds),
-		"view_only":  boolean("A viewer that sees but cannot send input (the Space refuses its input channels).", false),
+		"max_height": spacetools.Integer("Tallest frame the viewer wants, as max_width.", api.MinStreamDimension, api.MaxStreamDimension, nil),
+		"ticket_ttl": spacetools.Integer("Seconds the ticket opens the stream (a stream opened lives on until its viewer leaves).", 1, api.MaxTicketTTLSeconds, api.DefaultTicketTTLSeconds),
+		"view_only":  spacetools.Boolean("A viewer that sees but cannot send input (the Space refuses its input channels).", false),
 	}
 	for k, v := range extra {
 		props[k] = v
@@ -41,24 +42,24 @@ func streamProps(extra map[string]*jsonschema.Schema) map[string]*jsonschema.Sch
 
 const streamResult = "{viewer_url, offer_url, ticket, ticket_expires_at, codec, frame_size: {width, height}, window_id?, view_only}"
 
-func streamEndpointTool() *Tool {
-	return &Tool{
+func streamEndpointTool() *spacetools.Tool {
+	return &spacetools.Tool{
 		Name:   "stream_endpoint",
 		Title:  "Stream a Space's screen or window",
-		Hints:  Hints{ReadOnly: true},
-		Output: outputOf[api.StreamEndpoint](),
+		Hints:  mcpserve.Hints{ReadOnly: true},
+		Output: spacetools.OutputOf[api.StreamEndpoint](),
 		Description: "Mint a short-lived ticket to watch a Space's screen (or one window, by window_id or app_name) over WebRTC, " +
 			"and answer the viewer page URL and the absolute WHEP offer URL (POST an SDP offer with Authorization: Bearer <ticket>).",
-		Schema: object([]string{"space"}, streamProps(map[string]*jsonschema.Schema{
-			"window_id": integer("Stream this window (from list_space_windows) instead of the screen.", 0, 0, nil),
-			"app_name":  str("Stream the one window whose app name contains this (case-insensitive) instead of the screen."),
+		Schema: spacetools.Object(nil, streamProps(map[string]*jsonschema.Schema{
+			"window_id": spacetools.Integer("Stream this window (from list_space_windows) instead of the screen.", 0, 0, nil),
+			"app_name":  spacetools.Str("Stream the one window whose app name contains this (case-insensitive) instead of the screen."),
 		})),
-		TakesSpace: true, Requires: []api.Feature{api.FeatureDesktopStream},
-		Errors: []api.Kind{api.KindNotFound},
-		Result: streamResult,
-		Run: func(ctx context.Context, c *Call) (*Result, error) {
+		Requires: []api.Feature{api.FeatureDesktopStream},
+		Errors:   []api.Kind{api.KindNotFound},
+		Result:   streamResult,
+		Run: func(ctx context.Context, c *spacetools.Call) (*mcpserve.Result, error) {
 			var a streamArgs
-			if err := decode(c, "stream_endpoint", &a); err != nil {
+			if err := spacetools.Decode(c, "stream_endpoint", &a); err != nil {
 				return nil, err
 			}
 			if a.WindowID == 0 && a.AppName != "" {
@@ -78,24 +79,24 @@ func streamEndpointTool() *Tool {
 	}
 }
 
-func streamSpaceWindowTool() *Tool {
-	return &Tool{
+func streamSpaceWindowTool() *spacetools.Tool {
+	return &spacetools.Tool{
 		Name:   "stream_space_window",
 		Title:  "Stream one window of a Space",
-		Hints:  Hints{ReadOnly: true},
-		Output: outputOf[api.StreamEndpoint](),
+		Hints:  mcpserve.Hints{ReadOnly: true},
+		Output: spacetools.OutputOf[api.StreamEndpoint](),
 		Description: "Mint a short-lived ticket to watch one window of a Space over WebRTC (its own content, also where other windows cover it), " +
 			"found by app name or title, and answer the viewer page URL and the absolute WHEP offer URL.",
-		Schema: object([]string{"space"}, streamProps(map[string]*jsonschema.Schema{
-			"app_name": str("The window's app name contains this (case-insensitive)."),
-			"title":    str("The window's title contains this (case-insensitive)."),
+		Schema: spacetools.Object(nil, streamProps(map[string]*jsonschema.Schema{
+			"app_name": spacetools.Str("The window's app name contains this (case-insensitive)."),
+			"title":    spacetools.Str("The window's title contains this (case-insensitive)."),
 		})),
-		TakesSpace: true, Requires: []api.Feature{api.FeatureWindowStream},
-		Errors: []api.Kind{api.KindNotFound},
-		Result: streamResult,
-		Run: func(ctx context.Context, c *Call) (*Result, error) {
+		Requires: []api.Feature{api.FeatureWindowStream},
+		Errors:   []api.Kind{api.KindNotFound},
+		Result:   streamResult,
+		Run: func(ctx context.Context, c *spacetools.Call) (*mcpserve.Result, error) {
 			var a streamArgs
-			if err := decode(c, "stream_space_window", &a); err != nil {
+			if err := spacetools.Decode(c, "stream_space_window", &a); err != nil {
 				return nil, err
 			}
 			if a.AppName == "" && a.Title == "" {
@@ -138,7 +139,7 @@ func windowByName(ctx context.Context, c *client.Client, appName, title string) 
 	return api.Window{}, api.Errorf(api.KindInvalidArgument, "%d windows match %s: %s; narrow it, or pass window_id", len(found), what, strings.Join(names, "; "))
 }
 
-func endpoint(ctx context.Context, c *client.Client, a streamArgs) (*Result, error) {
+func endpoint(ctx context.Context, c *client.Client, a streamArgs) (*mcpserve.Result, error) {
 	ep, err := c.StreamEndpoint(ctx, api.TicketRequest{WindowID: a.WindowID, ViewOnly: a.ViewOnly, TTLSeconds: a.TicketTTL},
 		api.StreamOptions{MaxFPS: a.MaxFPS, MaxWidth: a.MaxWidth, MaxHeight: a.MaxHeight})
 	if err != nil {
@@ -154,5 +155,5 @@ func endpoint(ctx context.Context, c *client.Client, a streamArgs) (*Result, err
 	}
 	text := fmt.Sprintf("stream of %s (%dx%d, %s, %s); open %s\nWHEP offer URL: %s (Authorization: Bearer <ticket>)\nticket expires %s",
 		what, ep.FrameSize.Width, ep.FrameSize.Height, ep.Codec, mode, ep.ViewerURL, ep.OfferURL, ep.TicketExpiresAt.Format("15:04:05 MST"))
-	return &Result{Text: text, Structured: ep}, nil
+	return &mcpserve.Result{Text: text, Structured: ep}, nil
 }

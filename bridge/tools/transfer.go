@@ -3,11 +3,15 @@ package tools
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/bridge/transfer"
+	"github.com/trycua/cua-spacesd/internal/mcpserve"
+	"github.com/trycua/cua-spacesd/internal/spacetools"
 )
 
 // TransferResult is the structured answer of upload and download.
@@ -17,35 +21,33 @@ type TransferResult = transfer.Result
 const hostPathNote = "Only under the bridge's root folders (--root; by default the folder it started in), never in $CUA_HOME; " +
 	"a relative path is taken in the first root."
 
-func uploadTool() *Tool {
-	return &Tool{
+func uploadTool(d *Deps) *spacetools.Tool {
+	return &spacetools.Tool{
 		Name:   "upload",
 		Title:  "Upload to a Space",
-		Hints:  Hints{Destructive: true, Idempotent: true},
-		Output: outputOf[TransferResult](),
+		Hints:  mcpserve.Hints{Destructive: true, Idempotent: true},
+		Output: spacetools.OutputOf[TransferResult](),
 		Description: "Copy a local file or folder (on the bridge's machine, under its root folders) into a Space: hashed, then sent in chunks " +
 			"that resume after a broken connection, each file's sha256 verified in the Space before it lands atomically. " +
 			"Progress notifications are sent when the call carries a progressToken (hashing is the first half). " +
 			"If dest is an existing directory (or ends in /) the source goes inside it. A folder's symlinks and special files are refused.",
-		Schema: object([]string{"space", "path", "dest"}, map[string]*jsonschema.Schema{
-			"space":     spaceArg(),
-			"path":      nonEmpty("Local source path (file or folder) on the bridge's machine. " + hostPathNote),
-			"dest":      nonEmpty("Absolute destination path in the Space."),
-			"overwrite": boolean("Replace existing files at the destination.", true),
+		Schema: spacetools.Object([]string{"path", "dest"}, map[string]*jsonschema.Schema{
+			"path":      spacetools.NonEmpty("Local source path (file or folder) on the bridge's machine. " + hostPathNote),
+			"dest":      spacetools.NonEmpty("Absolute destination path in the Space."),
+			"overwrite": spacetools.Boolean("Replace existing files at the destination.", true),
 		}),
-		TakesSpace: true,
-		Requires:   []api.Feature{api.FeatureFiles},
-		Errors:     []api.Kind{api.KindTransferFailed, api.KindIO, api.KindNotFound},
-		Result:     "JSON {source, dest, kind, files, bytes, sha256, verified}",
-		Run: func(ctx context.Context, c *Call) (*Result, error) {
+		Requires: []api.Feature{api.FeatureFiles},
+		Errors:   []api.Kind{api.KindTransferFailed, api.KindIO, api.KindNotFound},
+		Result:   "JSON {source, dest, kind, files, bytes, sha256, verified}",
+		Run: func(ctx context.Context, c *spacetools.Call) (*mcpserve.Result, error) {
 			var a struct {
 				Path, Dest string
 				Overwrite  *bool
 			}
-			if err := decode(c, "upload", &a); err != nil {
+			if err := spacetools.Decode(c, "upload", &a); err != nil {
 				return nil, err
 			}
-			s, err := c.transferSession("upload", true)
+			s, err := d.transferSession(c, "upload", true)
 			if err != nil {
 				return nil, err
 			}
@@ -53,37 +55,35 @@ func uploadTool() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return &Result{Text: transferText("uploaded", res), Structured: res}, nil
+			return &mcpserve.Result{Text: transferText("uploaded", res), Structured: res}, nil
 		},
 	}
 }
 
-func downloadTool() *Tool {
-	return &Tool{
+func downloadTool(d *Deps) *spacetools.Tool {
+	return &spacetools.Tool{
 		Name:   "download",
 		Title:  "Download from a Space",
-		Hints:  Hints{},
-		Output: outputOf[TransferResult](),
+		Hints:  mcpserve.Hints{},
+		Output: spacetools.OutputOf[TransferResult](),
 		Description: "Copy a file or folder from a Space to the bridge's machine, under its root folders. Never overwrites: an existing name " +
 			"becomes \"name (1).ext\". Each file's sha256 is checked against the Space's, and it lands atomically; a broken connection " +
 			"resumes where it stopped. A folder's symlinks are recreated as symlinks (never followed while writing); its special files " +
 			"are skipped and counted. Progress notifications are sent when the call carries a progressToken. " +
 			"If dest is an existing directory (or ends in /) the source goes inside it; missing parent folders are made.",
-		Schema: object([]string{"space", "path", "dest"}, map[string]*jsonschema.Schema{
-			"space": spaceArg(),
-			"path":  nonEmpty("Absolute source path (file or folder) in the Space."),
-			"dest":  nonEmpty("Local destination path on the bridge's machine. " + hostPathNote),
+		Schema: spacetools.Object([]string{"path", "dest"}, map[string]*jsonschema.Schema{
+			"path": spacetools.NonEmpty("Absolute source path (file or folder) in the Space."),
+			"dest": spacetools.NonEmpty("Local destination path on the bridge's machine. " + hostPathNote),
 		}),
-		TakesSpace: true,
-		Requires:   []api.Feature{api.FeatureFiles},
-		Errors:     []api.Kind{api.KindTransferFailed, api.KindIO, api.KindNotFound},
-		Result:     "JSON {source, dest, kind, files, bytes, sha256, verified, links?, skipped?}",
-		Run: func(ctx context.Context, c *Call) (*Result, error) {
+		Requires: []api.Feature{api.FeatureFiles},
+		Errors:   []api.Kind{api.KindTransferFailed, api.KindIO, api.KindNotFound},
+		Result:   "JSON {source, dest, kind, files, bytes, sha256, verified, links?, skipped?}",
+		Run: func(ctx context.Context, c *spacetools.Call) (*mcpserve.Result, error) {
 			var a struct{ Path, Dest string }
-			if err := decode(c, "download", &a); err != nil {
+			if err := spacetools.Decode(c, "download", &a); err != nil {
 				return nil, err
 			}
-			s, err := c.transferSession("download", false)
+			s, err := d.transferSession(c, "download", false)
 			if err != nil {
 				return nil, err
 			}
@@ -91,22 +91,31 @@ func downloadTool() *Tool {
 			if err != nil {
 				return nil, err
 			}
-			return &Result{Text: transferText("downloaded", res), Structured: res}, nil
+			return &mcpserve.Result{Text: transferText("downloaded", res), Structured: res}, nil
 		},
 	}
 }
 
+// progressInterval spaces a transfer's progress notifications: enough to
+// draw a bar, few enough that a 1 GiB transfer does not send thousands.
+const progressInterval = 100 * time.Millisecond
+
 // transferSession is a transfer with the call's Space, the bridge's host
-// folders and the call's progress. An upload's progress counts hashing as
-// its first half, so that it only ever grows, as MCP asks.
-func (c *Call) transferSession(tool string, upload bool) (*transfer.Session, error) {
-	if c.deps.Host == nil {
+// folders and the call's progress: at most one report every
+// progressInterval, and always the last. An upload's progress counts
+// hashing as its first half, so that it only ever grows, as MCP asks.
+func (d *Deps) transferSession(c *spacetools.Call, tool string, upload bool) (*transfer.Session, error) {
+	if d.Host == nil {
 		return nil, api.Errorf(api.KindInvalidArgument, "%s: this bridge gives its tools no folder of this machine", tool).
 			WithHint("start the bridge with --root DIR")
 	}
 	var last float64
+	var lastAt time.Time
 	sent := false
+	var mu sync.Mutex
 	report := func(p transfer.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
 		done, total := float64(p.Done), float64(p.Total)
 		if upload {
 			if p.Phase == transfer.PhaseUpload {
@@ -114,13 +123,13 @@ func (c *Call) transferSession(tool string, upload bool) (*transfer.Session, err
 			}
 			total *= 2
 		}
-		if sent && done <= last {
+		if sent && (done <= last || done < total && time.Since(lastAt) < progressInterval) {
 			return
 		}
-		sent, last = true, done
+		sent, last, lastAt = true, done, time.Now()
 		c.Progress(done, total, fmt.Sprintf("%s %s", p.Phase, p.Name))
 	}
-	return &transfer.Session{Client: c.Space.Client, Caps: c.Space.Caps, Host: c.deps.Host, Progress: report}, nil
+	return &transfer.Session{Client: c.Space.Client, Caps: c.Space.Caps, Host: d.Host, Progress: report}, nil
 }
 
 func transferText(verb string, r *transfer.Result) string {

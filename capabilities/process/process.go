@@ -2,6 +2,7 @@ package process
 
 import (
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"sync"
@@ -246,10 +247,17 @@ func (p *Process) Resize(size api.PTYSize) error {
 	return nil
 }
 
-// pump copies one output pipe into its ring until the pipe ends.
-func (p *Process) pump(f *os.File, ring *Ring) {
+// pump copies one output pipe into its ring until the pipe ends, or into
+// attached when the caller took the stream (the ring then stays empty, and
+// attached is closed at the end).
+func (p *Process) pump(f *os.File, ring *Ring, attached io.WriteCloser) {
 	defer p.readers.Done()
 	defer ring.Close()
+	if attached != nil {
+		defer attached.Close()
+		copyOutput(f, attached, make([]byte, readChunkBytes))
+		return
+	}
 	copyOutput(f, ring, make([]byte, readChunkBytes))
 }
 

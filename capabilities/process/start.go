@@ -15,6 +15,20 @@ import (
 // Start starts a detached process. It runs until it exits, is signalled,
 // times out or the Manager closes, whatever happens to the caller.
 func (m *Manager) Start(req api.StartRequest) (*Process, error) {
+	return m.start(req, Attach{})
+}
+
+// StartAttached starts a detached process whose output streams go to the
+// caller's writers instead of the rings (see Attach); it is contained,
+// listed and signalled like any other.
+func (m *Manager) StartAttached(req api.StartRequest, a Attach) (*Process, error) {
+	if req.PTY != nil && (a.Stdout != nil || a.Stderr != nil) {
+		return nil, api.Errorf(api.KindInvalidArgument, "a process on a PTY has one output stream, which cannot be attached")
+	}
+	return m.start(req, a)
+}
+
+func (m *Manager) start(req api.StartRequest, a Attach) (*Process, error) {
 	if err := ValidateCommand(&req.Command); err != nil {
 		return nil, err
 	}
@@ -42,7 +56,7 @@ func (m *Manager) Start(req api.StartRequest) (*Process, error) {
 	if req.PTY != nil {
 		outputs, err = p.startPTY(cmd, *req.PTY)
 	} else {
-		outputs, err = p.startPipes(cmd, req.Stdin)
+		outputs, err = p.startPipes(cmd, req.Stdin, a)
 	}
 	if err != nil {
 		_ = p.grp.remove()
@@ -96,7 +110,7 @@ func (p *Process) startPTY(cmd *exec.Cmd, size api.PTYSize) ([]*os.File, error) 
 	p.tty, p.stdin = tty, tty
 	p.stderr.Close() // a terminal has one output stream
 	p.readers.Add(1)
-	go p.pump(tty, p.stdout)
+	go p.pump(tty, p.stdout, nil)
 	return []*os.File{tty}, nil
 }
 
@@ -123,7 +137,7 @@ func pollable(f *os.File) *os.File {
 
 // startPipes runs cmd with a pipe per output stream (and stdin on request).
 // The pipes are os.Files, so os/exec copies nothing: the pumps read them.
-func (p *Process) startPipes(cmd *exec.Cmd, withStdin bool) ([]*os.File, error) {
+func (p *Process) startPipes(cmd *exec.Cmd, withStdin bool, a Attach) ([]*os.File, error) {
 	var opened []*os.File
 	fail := func(err error) ([]*os.File, error) {
 		for _, f := range opened {
@@ -162,8 +176,8 @@ func (p *Process) startPipes(cmd *exec.Cmd, withStdin bool) ([]*os.File, error) 
 		p.stdin = inW
 	}
 	p.readers.Add(2)
-	go p.pump(outR, p.stdout)
-	go p.pump(errR, p.stderr)
+	go p.pump(outR, p.stdout, a.Stdout)
+	go p.pump(errR, p.stderr, a.Stderr)
 	return []*os.File{outR, errR}, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/trycua/cua-spacesd/spacesd/compatsvc"
 	"github.com/trycua/cua-spacesd/spacesd/desktopsvc"
 	"github.com/trycua/cua-spacesd/spacesd/filesvc"
+	"github.com/trycua/cua-spacesd/spacesd/mcpsvc"
 	"github.com/trycua/cua-spacesd/spacesd/procsvc"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 	"github.com/trycua/cua-spacesd/spacesd/streamsvc"
@@ -44,6 +45,8 @@ type Options struct {
 	// AuthFailurePause replaces the pause of a refused credential (see
 	// server.Config); nil keeps server.AuthFailureDelay.
 	AuthFailurePause func(context.Context)
+	// MCP declares the image's MCP services (its Version defaults to Version).
+	MCP mcpsvc.Options
 }
 
 // New builds the daemon's server with every service.
@@ -62,6 +65,9 @@ func New(o Options) (*server.Server, error) {
 		po.Xauthority = o.Xauthority
 	}
 	procs := process.NewManager(po)
+	if o.MCP.Version == "" {
+		o.MCP.Version = o.Version
+	}
 	desk := desktop.New(desktop.Options{
 		Display:    o.Display,
 		Xauthority: o.Xauthority,
@@ -86,6 +92,9 @@ func New(o Options) (*server.Server, error) {
 			// computer-server's bus over the same process manager and
 			// desktop; closed before them (it releases what its clients held).
 			compatsvc.New(procs, desk, o.Version),
+			// Last, so it closes first: its stdio services are processes
+			// of procs, stopped gently before the manager kills the rest.
+			mcpsvc.New(procs, o.MCP),
 		},
 	})
 }

@@ -124,8 +124,11 @@ func New(cfg Config) (*Server, error) {
 	s.streams, s.endStreams = context.WithCancel(context.Background())
 	s.conns = newConnTracker(cfg.Conns, s.log, s.metrics)
 	s.metrics.Counter(metricAuthFailures)
+	// The mux exists before the services, which may call the daemon's
+	// routes themselves (Host.Handler); it is filled in below.
+	s.mux = http.NewServeMux()
 	host := Host{Log: s.log, Metrics: s.metrics, Feature: s.featureStatus, MintTicket: s.auth.MintTicket, Session: s.auth.Session,
-		Authenticate: s.authenticateInBand}
+		Authenticate: s.authenticateInBand, Handler: s.mux}
 	s.routes = s.systemRoutes()
 	for _, newService := range cfg.Services {
 		svc, err := newService(host)
@@ -143,7 +146,6 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.routes = append(s.routes, svc.Routes()...)
 	}
-	s.mux = http.NewServeMux()
 	seen := map[string]bool{}
 	for _, rt := range s.routes {
 		pattern := rt.Method + " " + rt.Path
@@ -405,6 +407,11 @@ func (s *Server) wrap(rt Route) http.Handler {
 				refuse(rec, r, api.CapabilityMissing(rt.Feature, st.Limitation))
 				return
 			}
+		}
+		if rt.Stream && rec.endStream != nil {
+			// An answer that streams without a hijack (SSE) would hold a
+			// graceful shutdown to its end: it ends as a WebSocket does.
+			rec.unlink = context.AfterFunc(rec.shutdown, rec.endStream)
 		}
 		rt.Handler(rec, r)
 	})

@@ -58,6 +58,11 @@ type Route struct {
 	// anything. Wrong credentials are refused at the upgrade all the same,
 	// and a request that is no upgrade needs them as on any route.
 	InBandAuth bool
+	// Stream routes answer with a stream that lasts as long as its client
+	// keeps it (server-sent events) rather than a response: the request's
+	// context ends when a shutdown starts, as a WebSocket stream's does,
+	// instead of holding the graceful shutdown to its timeout.
+	Stream bool
 	// Ticket is the scope of the tickets the route accepts besides the
 	// token (TicketScopeStream); "" = the token only. The handler finds
 	// the ticket's claims with CallerOf and enforces its target and mode.
@@ -95,6 +100,11 @@ type Host struct {
 	// is, and answers kind unauthenticated; the right one answers a
 	// context bound to its generation, as Session does (end it when done).
 	Authenticate func(ctx context.Context, presented string) (context.Context, context.CancelCauseFunc, error)
+	// Handler is the daemon's whole HTTP surface, auth and all, for a
+	// service that calls the daemon's own routes in process (the MCP
+	// tools, which are the bridge's tools over the daemon itself). It
+	// serves once New has returned.
+	Handler http.Handler
 }
 
 // Metrics is where a service counts what it does.

@@ -15,6 +15,7 @@ import (
 	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/capabilities/process"
 	"github.com/trycua/cua-spacesd/spacesd/daemon"
+	"github.com/trycua/cua-spacesd/spacesd/mcpsvc"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 	"github.com/trycua/cua-spacesd/spacesd/streamsvc"
 )
@@ -53,6 +54,8 @@ type Options struct {
 	// https://); ClientTLS is how the Daemon's Client trusts it.
 	TLS       *tls.Config
 	ClientTLS client.TLS
+	// MCP declares MCP services and adjusts the MCP endpoint.
+	MCP mcpsvc.Options
 }
 
 // Token returns a fresh random token.
@@ -84,7 +87,7 @@ func Start(t testing.TB, opts Options) *Daemon {
 		opts.AuthFailurePause = func(context.Context) {}
 	}
 	srv, err := daemon.New(daemon.Options{Version: "test", Auth: auth, Logger: log, Display: opts.Display, Process: opts.Process, Stream: opts.Stream,
-		AuthFailurePause: opts.AuthFailurePause, TLS: opts.TLS})
+		AuthFailurePause: opts.AuthFailurePause, TLS: opts.TLS, MCP: opts.MCP})
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)
 	}

@@ -1,11 +1,12 @@
 // The generic server scenarios of the official conformance suite
 // (@modelcontextprotocol/conformance, pinned in package.json) against
-// `cua-bridge serve`.
+// `cua-bridge serve` and against cua-spacesd's own /mcp, which share their
+// MCP server (internal/mcpserve) and must both pass.
 //
-// The suite's client sends no Authorization header, and the bridge checks a
+// The suite's client sends no Authorization header, and both check a
 // bearer on every request, so the suite talks to a loopback proxy that adds
 // the token and passes everything else through (see authProxy: a rebinding
-// Host or Origin reaches the bridge unchanged).
+// Host or Origin reaches the server unchanged).
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -15,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 
-import { Procs, authProxy, startBridgeHTTP } from './lib/harness.mjs';
+import { Procs, authProxy, startBridgeHTTP, startSpacesd } from './lib/harness.mjs';
 
 const run = promisify(execFile);
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -35,42 +36,49 @@ export const scenarios = [
 // One scenario is a handful of requests; this bounds a hung server only.
 const scenarioTimeoutMs = 120_000;
 
-describe('conformance 0.1.13 server scenarios against cua-bridge serve', { timeout: 600_000 }, () => {
-  const procs = new Procs();
-  let url;
+// The servers the scenarios run against, each started (with its proxy) by start.
+const targets = [
+  { name: 'cua-bridge serve', start: (procs) => startBridgeHTTP(procs) },
+  { name: "cua-spacesd's /mcp", start: (procs) => startSpacesd(procs) },
+];
 
-  before(async () => {
-    const bridge = await startBridgeHTTP(procs);
-    url = await authProxy(procs, bridge);
-  });
-  after(() => procs.stop());
+for (const target of targets) {
+  describe(`conformance 0.1.13 server scenarios against ${target.name}`, { timeout: 600_000 }, () => {
+    const procs = new Procs();
+    let url;
 
-  for (const scenario of scenarios) {
-    it(scenario, async () => {
-      const out = procs.dir(`conformance-${scenario}`);
-      let stdout = '';
-      let code = 0;
-      try {
-        ({ stdout } = await run(process.execPath, [conformanceBin, 'server', '--url', url, '--scenario', scenario, '-o', out], {
-          timeout: scenarioTimeoutMs,
-          maxBuffer: 16 << 20,
-        }));
-      } catch (err) {
-        stdout = `${err.stdout}\n${err.stderr}`;
-        code = err.code ?? 1;
-      }
-      // The suite writes its checks to <out>/server-<scenario>-<time>/checks.json.
-      const dirs = readdirSync(out).filter((d) => d.startsWith(`server-${scenario}`));
-      assert.equal(dirs.length, 1, `no result directory for ${scenario}:\n${stdout}`);
-      const checks = JSON.parse(readFileSync(path.join(out, dirs[0], 'checks.json'), 'utf8'));
-      const bad = checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
-      assert.deepEqual(
-        bad.map((c) => `${c.status} ${c.id}: ${c.errorMessage ?? ''} ${JSON.stringify(c.details ?? {})}`),
-        [],
-        `conformance ${scenario} failed:\n${stdout}`,
-      );
-      assert.ok(checks.some((c) => c.status === 'SUCCESS'), `no successful check in ${scenario}:\n${stdout}`);
-      assert.equal(code, 0, `conformance exited ${code}:\n${stdout}`);
+    before(async () => {
+      url = await authProxy(procs, await target.start(procs));
     });
-  }
-});
+    after(() => procs.stop());
+
+    for (const scenario of scenarios) {
+      it(scenario, async () => {
+        const out = procs.dir(`conformance-${scenario}`);
+        let stdout = '';
+        let code = 0;
+        try {
+          ({ stdout } = await run(process.execPath, [conformanceBin, 'server', '--url', url, '--scenario', scenario, '-o', out], {
+            timeout: scenarioTimeoutMs,
+            maxBuffer: 16 << 20,
+          }));
+        } catch (err) {
+          stdout = `${err.stdout}\n${err.stderr}`;
+          code = err.code ?? 1;
+        }
+        // The suite writes its checks to <out>/server-<scenario>-<time>/checks.json.
+        const dirs = readdirSync(out).filter((d) => d.startsWith(`server-${scenario}`));
+        assert.equal(dirs.length, 1, `no result directory for ${scenario}:\n${stdout}`);
+        const checks = JSON.parse(readFileSync(path.join(out, dirs[0], 'checks.json'), 'utf8'));
+        const bad = checks.filter((c) => c.status === 'FAILURE' || c.status === 'WARNING');
+        assert.deepEqual(
+          bad.map((c) => `${c.status} ${c.id}: ${c.errorMessage ?? ''} ${JSON.stringify(c.details ?? {})}`),
+          [],
+          `conformance ${scenario} failed:\n${stdout}`,
+        );
+        assert.ok(checks.some((c) => c.status === 'SUCCESS'), `no successful check in ${scenario}:\n${stdout}`);
+        assert.equal(code, 0, `conformance exited ${code}:\n${stdout}`);
+      });
+    }
+  });
+}

@@ -160,9 +160,10 @@ function childEnv(extra = {}, drop = []) {
  * file. display: the X display to give it; undefined removes DISPLAY so that
  * the desktop features report unsupported. xvfb: the daemon starts its own
  * Xvfb and openbox (serve --xvfb, which answers once the window manager
- * manages windows); the display it took is answered as display.
+ * manages windows); the display it took is answered as display. args are
+ * more flags of serve (e.g. --mcp-config FILE).
  */
-export async function startSpacesd(procs, { display, xvfb = false } = {}) {
+export async function startSpacesd(procs, { display, xvfb = false, args = [] } = {}) {
   requireBinaries();
   const dir = procs.dir('spacesd');
   const token = randomBytes(24).toString('hex');
@@ -171,7 +172,7 @@ export async function startSpacesd(procs, { display, xvfb = false } = {}) {
   const port = await freePort();
   const env = display ? childEnv({ DISPLAY: display }) : childEnv({}, ['DISPLAY', 'WAYLAND_DISPLAY']);
   const displayArgs = xvfb ? ['--xvfb'] : display ? [] : ['--display', ''];
-  const child = procs.spawn(spacesdBin, ['serve', '--listen', `127.0.0.1:${port}`, '--token-file', tokenFile, ...displayArgs], { env });
+  const child = procs.spawn(spacesdBin, ['serve', '--listen', `127.0.0.1:${port}`, '--token-file', tokenFile, ...displayArgs, ...args], { env });
   // The start-up log, until the daemon answers (procs keeps only a tail).
   let log = '';
   const keepLog = (d) => {
@@ -205,7 +206,7 @@ export async function startSpacesd(procs, { display, xvfb = false } = {}) {
     if (!display) throw new Error(`cua-spacesd --xvfb logged no display: ${log}`);
   }
   child.stderr.off('data', keepLog);
-  return { url, token, tokenFile, dir, child, display };
+  return { url, token, tokenFile, dir, child, display, port };
 }
 
 /**
@@ -375,6 +376,7 @@ export function pidAlive(pid) {
  * that cannot send headers (the conformance suite). A Host or Origin naming
  * the proxy itself is rewritten to the bridge's; any other (a rebinding
  * attacker's) goes through as sent, so the bridge's own checks still see it.
+ * A daemon ({port, token} of startSpacesd) is fronted the same way.
  */
 export async function authProxy(procs, bridge) {
   const s = http.createServer((req, res) => {

@@ -1,0 +1,127 @@
+// Package mcpsvc serves MCP in the daemon: streamable HTTP at /mcp (feature
+// mcp), authenticated like every route, with the built-in service spacesd
+// (the bridge's tools over one Space, without the space argument, served
+// over the daemon itself), and the MCP servers the image declares in a
+// services file, reached through the list_tools and call_tool tools. A
+// stdio service is a process of the daemon's process manager, so it lives
+// in a cgroup of its own like every other.
+package mcpsvc
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/capabilities/process"
+	"github.com/trycua/cua-spacesd/internal/mcpserve"
+	"github.com/trycua/cua-spacesd/internal/spacetools"
+	"github.com/trycua/cua-spacesd/spacesd/server"
+)
+
+// ServerName is the name the daemon gives in initialize.
+const ServerName = "cua-spacesd"
+
+// thisSpace names the Space in the built-in tools' messages.
+const thisSpace = "this Space"
+
+// Options configure the MCP service.
+type Options struct {
+	// Version is the daemon's, named in initialize.
+	Version string
+	// Config declares the image's MCP services; nil declares none.
+	Config *Config
+	// MaxSessions and SessionIdle replace mcpserve's bounds (tests).
+	MaxSessions int
+	SessionIdle time.Duration
+}
+
+// Service is the daemon's MCP endpoint.
+type Service struct {
+	host    server.Host
+	self    *self
+	reg     *registry
+	mcp     *mcpserve.Server
+	handler http.Handler
+	tokens  *sessionTokens
+}
+
+// New builds the MCP service over the daemon's process manager (which
+// runs the stdio services).
+func New(procs *process.Manager, o Options) server.NewService {
+	return func(h server.Host) (server.Service, error) {
+		log := h.Log.With("service", "mcp")
+		s := &Service{host: h, reg: &registry{declared: map[string]*supervisor{}}}
+		if o.Config != nil {
+			for _, c := range o.Config.Services {
+				s.reg.declared[c.Name] = newSupervisor(c, procs, log, o.Version)
+				s.reg.names = append(s.reg.names, c.Name)
+			}
+		}
+		surface := spacetools.Surface{Space: s.space}
+		srv, err := mcpserve.New(mcpserve.Config{
+			Name: ServerName, Version: o.Version, Logger: log,
+			Tools: surface.ServeAll(spacetools.All()),
+			Instructions: "Tools over this Space (the desktop this daemon runs in): shell, files, windows, screenshots, input, clipboard. " +
+				"list_tools and call_tool reach the other MCP services the Space declares. A failed tool answers isError with structuredContent.error.kind.",
+		})
+		if err != nil {
+			s.reg.close()
+			return nil, err
+		}
+		s.mcp, s.reg.builtin = srv, srv
+		s.handler = srv.Handler(mcpserve.HTTPOptions{Path: api.PathMCP, MaxSessions: o.MaxSessions, SessionIdle: o.SessionIdle})
+		s.tokens = &sessionTokens{host: h, mcp: srv, sessions: map[string]tokenTie{}}
+		s.self = newSelf(h.Handler, log)
+		return s, nil
+	}
+}
+
+// space is the Space of a built-in tool's call: the daemon itself, reached
+// with the caller's token, once its features in need are checked.
+func (s *Service) space(ctx context.Context, mc *mcpserve.Call, need []api.Feature) (*spacetools.Space, error) {
+	for _, f := range need {
+		if st := s.host.Feature(ctx, f); !st.Supported {
+			return nil, api.CapabilityMissing(f, st.Limitation)
+		}
+	}
+	c, err := s.self.client(bearerOf(mc.Header))
+	if err != nil {
+		return nil, err
+	}
+	return &spacetools.Space{ID: thisSpace, Client: c, Services: s.reg.forCall(mc)}, nil
+}
+
+// Routes serve MCP's streamable HTTP at /mcp: POST a message, GET a stream
+// of the server's messages, DELETE a session.
+func (s *Service) Routes() []server.Route {
+	return []server.Route{
+		{Method: http.MethodPost, Path: api.PathMCP, Feature: api.FeatureMCP, Body: server.BodyJSON, Handler: s.serve},
+		// The standalone SSE stream, which clients hold open for good.
+		{Method: http.MethodGet, Path: api.PathMCP, Feature: api.FeatureMCP, Stream: true, Handler: s.serve},
+		{Method: http.MethodDelete, Path: api.PathMCP, Feature: api.FeatureMCP, Handler: s.serve},
+	}
+}
+
+func (s *Service) serve(w http.ResponseWriter, r *http.Request) { s.tokens.serve(s.handler, w, r) }
+
+// Features: the built-in service is always there.
+func (s *Service) Features() map[api.Feature]server.Probe {
+	return map[api.Feature]server.Probe{
+		api.FeatureMCP: func(context.Context) api.FeatureStatus { return api.FeatureStatus{Supported: true} },
+	}
+}
+
+// Limits: MCP's bounds are the transport's own (mcpserve).
+func (s *Service) Limits(*api.Limits) {}
+
+// Close stops the declared services and closes the in-memory connections,
+// then ends the MCP sessions. In that order: a session's end waits for its
+// calls in flight, which end only once what they wait on (a service, the
+// daemon's own routes) is gone.
+func (s *Service) Close() {
+	s.reg.close()
+	s.self.close()
+	s.mcp.CloseSessions()
+	s.tokens.close()
+}
