@@ -1,11 +1,58 @@
 #!/bin/sh
 # Install cua-spacesd as a service: the binary, a fresh token (0600) and the
 # systemd unit (Linux) or launchd agent (macOS).
-#   sudo packaging/install.sh [path/to/cua-spacesd]
+#   sudo packaging/install.sh [RELEASE-DIR | path/to/cua-spacesd]
+# A release directory (make release's dist/, or the downloaded binaries with
+# their SHA256SUMS) gives cua-spacesd-<os>-<arch> for this machine (uname -s,
+# uname -m), checked against SHA256SUMS before anything is installed. The
+# default is dist/ when it exists, else bin/cua-spacesd (make build).
+# CUA_INSTALL_CHECK_ONLY=1 picks and checks the binary, prints its path and
+# installs nothing.
 set -eu
-bin=${1:-bin/cua-spacesd}
+src=${1:-}
+if [ -z "$src" ]; then
+	if [ -d dist ]; then src=dist; else src=bin/cua-spacesd; fi
+fi
 here=$(cd "$(dirname "$0")" && pwd)
-[ -x "$bin" ] || { echo "install.sh: $bin is not an executable (run make build first)" >&2; exit 1; }
+
+# release_binary DIR: the path of this machine's cua-spacesd in a release
+# directory, once its checksum matches.
+release_binary() {
+	case "$(uname -s)" in
+	Linux) os=linux ;;
+	Darwin) os=darwin ;;
+	*) echo "install.sh: no release binary for $(uname -s)" >&2; exit 1 ;;
+	esac
+	case "$(uname -m)" in
+	x86_64 | amd64) arch=amd64 ;;
+	aarch64 | arm64) arch=arm64 ;;
+	*) echo "install.sh: no release binary for $(uname -m)" >&2; exit 1 ;;
+	esac
+	name=cua-spacesd-$os-$arch
+	[ -f "$1/$name" ] || { echo "install.sh: $1 has no $name for this machine" >&2; exit 1; }
+	[ -f "$1/SHA256SUMS" ] || { echo "install.sh: $1 has no SHA256SUMS to check $name against; not installed" >&2; exit 1; }
+	line=$(grep "  $name\$" "$1/SHA256SUMS") || { echo "install.sh: $1/SHA256SUMS does not name $name; not installed" >&2; exit 1; }
+	if command -v sha256sum >/dev/null 2>&1; then check="sha256sum -c -"; else check="shasum -a 256 -c -"; fi
+	(cd "$1" && printf '%s\n' "$line" | $check >/dev/null 2>&1) || {
+		echo "install.sh: $1/$name does not match its SHA256SUMS (a broken or altered download); not installed" >&2
+		exit 1
+	}
+	echo "$1/$name"
+}
+
+if [ -d "$src" ]; then
+	bin=$(release_binary "$src")
+else
+	bin=$src
+fi
+[ -x "$bin" ] || { echo "install.sh: $bin is not an executable (run make release or make build first)" >&2; exit 1; }
+# A binary for another machine, or a truncated one, fails here rather than
+# in the service manager's restart loop.
+"$bin" version >/dev/null || { echo "install.sh: $bin does not run on this machine" >&2; exit 1; }
+if [ "${CUA_INSTALL_CHECK_ONLY:-}" = 1 ]; then
+	echo "$bin"
+	exit 0
+fi
 
 new_token() { od -An -N32 -tx1 /dev/urandom | tr -d ' \n'; }
 

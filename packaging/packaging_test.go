@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -61,24 +62,38 @@ func TestLaunchdPlistIsWellFormed(t *testing.T) {
 	}
 }
 
-// Every COPY source of the Dockerfile exists in the repository (or is the
-// built binary), so the image builds from a checkout after make build.
+// Every COPY source of the Dockerfile exists in the repository or is a
+// binary make release writes to dist/ (for each arch the image is built
+// for), so the image builds from a checkout after make release.
 func TestDockerfileSources(t *testing.T) {
 	df := read(t, "image/Dockerfile")
+	artifacts := releaseArtifacts()
+	copied := 0
 	for _, line := range strings.Split(df, "\n") {
 		f := strings.Fields(line)
 		if len(f) < 3 || f[0] != "COPY" {
 			continue
 		}
-		src := f[1]
-		if src == "bin/cua-spacesd" {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join("..", src)); err != nil {
-			t.Errorf("Dockerfile copies %s: %v", src, err)
+		for _, src := range f[1 : len(f)-1] {
+			if rest, ok := strings.CutPrefix(src, "dist/"); ok {
+				for _, arch := range []string{"amd64", "arm64"} {
+					name := strings.ReplaceAll(rest, "${TARGETARCH}", arch)
+					if !slices.Contains(artifacts, name) {
+						t.Errorf("Dockerfile copies %s, which make release does not write (it writes %v)", src, artifacts)
+					}
+				}
+				copied++
+				continue
+			}
+			if _, err := os.Stat(filepath.Join("..", src)); err != nil {
+				t.Errorf("Dockerfile copies %s: %v", src, err)
+			}
 		}
 	}
-	for _, pkg := range []string{"xvfb", "openbox", "xterm", "tini"} {
+	if copied == 0 {
+		t.Error("the Dockerfile takes no release binary from dist/")
+	}
+	for _, pkg := range []string{"xvfb", "openbox", "xterm", "tini", "sha256sum -c", "cua-spacesd selftest"} {
 		if !strings.Contains(df, pkg) {
 			t.Errorf("image lacks %s", pkg)
 		}

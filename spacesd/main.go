@@ -3,6 +3,7 @@
 //
 //	cua-spacesd [serve] [--listen ADDR] [--token-file FILE]   serve (default)
 //	cua-spacesd doctor [--json]                               check this guest
+//	cua-spacesd selftest [--json]                             prove the video encoder here
 //	cua-spacesd fingerprint [--state-dir D | --tls-cert F]    the TLS certificate's sha256
 //	cua-spacesd version                                       print the version
 package main
@@ -57,14 +58,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return fingerprintMain(args, stdout, stderr)
 	case "doctor":
 		return doctor.Main(args, stdout, stderr, version)
+	case "selftest":
+		return doctor.SelfTestMain(args, stdout, stderr, version)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "cua-spacesd %s (protocol %d)\n", version, api.ProtocolVersion)
 		return 0
 	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, "usage: cua-spacesd [serve|doctor|fingerprint|version] [flags]; cua-spacesd serve -h lists the flags")
+		fmt.Fprintln(stdout, "usage: cua-spacesd [serve|doctor|selftest|fingerprint|version] [flags]; cua-spacesd serve -h lists the flags")
 		return 0
 	}
-	fmt.Fprintf(stderr, "cua-spacesd: unknown command %q (serve, doctor, fingerprint, version)\n", cmd)
+	fmt.Fprintf(stderr, "cua-spacesd: unknown command %q (serve, doctor, selftest, fingerprint, version)\n", cmd)
 	return 2
 }
 

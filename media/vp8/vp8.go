@@ -29,9 +29,15 @@ const MaxDimension = 16383
 // Codec is the name a stream's codec has in the answers of the daemon.
 const Codec = "vp8"
 
-// Limitation is the one sentence the features desktop_stream and
-// window_stream answer in a build without the encoder.
-const Limitation = "built without a video encoder: this cua-spacesd was built without cgo and libvpx (CGO_ENABLED=0); use the release build, or run make build on Linux with a C compiler and libvpx-dev installed"
+// The sentences the features desktop_stream and window_stream answer in a
+// build without the encoder (Limitation is the one of this build's OS): a
+// Linux build lacks it by how it was built, which a person can change; the
+// macOS builds lack it by design (release builds for macOS are CGO_ENABLED=0,
+// as nothing links a Linux libvpx.a into them).
+const (
+	LimitationLinux = "built without a video encoder: this cua-spacesd was built without cgo and libvpx (CGO_ENABLED=0); use the release build, or run make build on Linux with a C compiler and libvpx-dev installed"
+	LimitationOther = "built without a video encoder: the macOS builds of cua-spacesd are built without cgo and have none; the Linux release builds stream the desktop"
+)
 
 // ErrUnavailable is what every call of the stub answers.
 var ErrUnavailable = errors.New(Limitation)

@@ -20,7 +20,6 @@ import (
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/capabilities/process"
 	"github.com/trycua/cua-spacesd/internal/cgroup"
-	"github.com/trycua/cua-spacesd/media/vp8"
 )
 
 // Disk thresholds: below warnFreeBytes transfers may fail; below
@@ -115,17 +114,23 @@ func Main(args []string, stdout, stderr io.Writer, version string) int {
 		return 2
 	}
 	rep := Run(context.Background(), o, Checks, version)
-	if *asJSON {
+	return answer(stdout, stderr, "doctor", *asJSON, rep, func(w io.Writer) { WriteHuman(w, rep) }, rep.OK)
+}
+
+// answer prints a subcommand's result, as indented JSON or for a person,
+// and answers its exit code: 0 when ok, 1 when not, 2 when it cannot print.
+func answer(stdout, stderr io.Writer, cmd string, asJSON bool, result any, human func(io.Writer), ok bool) int {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintf(stderr, "cua-spacesd doctor: %v\n", err)
+		if err := enc.Encode(result); err != nil {
+			fmt.Fprintf(stderr, "cua-spacesd %s: %v\n", cmd, err)
 			return 2
 		}
 	} else {
-		WriteHuman(stdout, rep)
+		human(stdout)
 	}
-	if !rep.OK {
+	if !ok {
 		return 1
 	}
 	return 0
@@ -275,21 +280,6 @@ func checkDisplay(ctx context.Context, o Options) Result {
 		return Result{Status: Pass, Detail: detail + ", XTEST, MIT-SHM and Composite"}
 	}
 	return Result{Status: Warn, Detail: detail + "; missing: " + strings.Join(missing, ", "), Fix: strings.Join(fixes, "; ")}
-}
-
-// checkEncoder reports the VP8 encoder desktop_stream and window_stream
-// need: this build has libvpx linked in, and it opens an encoder.
-func checkEncoder(_ context.Context, _ Options) Result {
-	if !vp8.Available {
-		return Result{Status: Warn, Detail: "this build has no video encoder: desktop_stream and window_stream are unavailable",
-			Fix: "use the release build of cua-spacesd, or make build with a C compiler and libvpx-dev installed"}
-	}
-	enc, err := vp8.NewEncoder(vp8.Options{Width: 64, Height: 64, Threads: 1})
-	if err != nil {
-		return Result{Status: Fail, Detail: err.Error(), Fix: "report this build of cua-spacesd: its linked libvpx does not open an encoder"}
-	}
-	enc.Close()
-	return Result{Status: Pass, Detail: "VP8 encoder: libvpx " + vp8.Version() + ", linked in"}
 }
 
 func checkRelay(ctx context.Context, o Options) Result {

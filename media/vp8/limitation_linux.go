@@ -1,0 +1,4 @@
+package vp8
+
+// Limitation is what this build's streams answer without the encoder.
+const Limitation = LimitationLinux

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package vp8
+
+// Limitation is what this build's streams answer without the encoder.
+const Limitation = LimitationOther
