@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp/kb"
+
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
@@ -181,9 +183,9 @@ func benchViewer(b *testing.B, w, h int) {
 			b.Fatal(err)
 		}
 		if k%2 == 0 {
-			p.typeASCII("x")
+			p.typeKeys("x")
 		} else {
-			p.press(keyBackspace)
+			p.typeKeys(kb.Backspace)
 		}
 		n := 0
 		deadline := time.Now().Add(sampleTimeout)

@@ -2,17 +2,24 @@ package browser_test
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/chromedp/cdproto"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/input"
+	cdppage "github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
@@ -34,10 +41,12 @@ const pageTimeout = 90 * time.Second
 // DESIGN §6): loopback candidates allowed, mDNS hiding of local addresses
 // off (one --disable-features list: the last one given wins), nothing
 // fetched from the network, sRGB so that colours read back as painted.
+// chromedp's allocator adds the rest: --remote-debugging-pipe (its
+// transport, so that DevTools needs no socket, and takes no part in the
+// network the tests take down) and the first tab's about:blank.
 var chromiumFlags = []string{
 	"--headless",
 	"--no-sandbox", // as root (CI), Chromium's sandbox refuses to start
-	"--remote-debugging-pipe",
 	"--no-first-run",
 	"--no-default-browser-check",
 	"--disable-background-networking",
@@ -59,7 +68,21 @@ var chromiumFlags = []string{
 	"--password-store=basic",
 	"--use-mock-keychain",
 	"--window-size=1280,800",
-	"about:blank",
+}
+
+// allocatorFlags are chromiumFlags as options of chromedp's allocator,
+// in the same order.
+func allocatorFlags() []chromedp.ExecAllocatorOption {
+	opts := make([]chromedp.ExecAllocatorOption, 0, len(chromiumFlags))
+	for _, f := range chromiumFlags {
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(f, "--"), "=")
+		if hasValue {
+			opts = append(opts, chromedp.Flag(name, value))
+		} else {
+			opts = append(opts, chromedp.Flag(name, true))
+		}
+	}
+	return opts
 }
 
 // chromiumPath finds Debian's chromium: the test fails under CI=true
@@ -78,68 +101,46 @@ func chromiumPath(t testing.TB) string {
 	return ""
 }
 
-// browser is one Chromium process.
+// browser is one Chromium process, driven by chromedp.
 type browser struct {
-	t   testing.TB
-	cmd *exec.Cmd
-	c   *cdp
-	log *os.File
-
-	mu    sync.Mutex
-	pages map[string]*page // by DevTools session
+	// ctx is the browser's first tab: a page is a new tab of it, and its
+	// end ends the browser.
+	ctx context.Context
 }
+
+// browserCloseTimeout bounds a graceful close of the browser at the end
+// of a test, after which chromedp kills it.
+const browserCloseTimeout = 10 * time.Second
 
 func startBrowser(t testing.TB) *browser {
 	t.Helper()
 	bin := chromiumPath(t)
 	dir := t.TempDir()
-	cmdR, cmdW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	logf, err := os.Create(filepath.Join(dir, "chromium.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, append([]string{"--user-data-dir=" + filepath.Join(dir, "profile")}, chromiumFlags...)...)
-	// fd 3: the commands Chromium reads; fd 4: what it writes.
-	cmd.ExtraFiles = []*os.File{cmdR, outW}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(os.Environ(), "HOME="+dir)
-	// A process group of its own: its helpers (zygote, renderers, GPU)
-	// end with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	cmdR.Close()
-	outW.Close()
-	b := &browser{t: t, cmd: cmd, log: logf, pages: map[string]*page{}}
-	b.c = newCDP(cmdW, outR, b.onEvent)
+	// chromedp makes the profile (a temporary --user-data-dir) and removes
+	// it, once it has killed whatever of the browser's helpers (zygote,
+	// renderers, GPU) outlived it; the browser dies with the thread that
+	// started it (Pdeathsig).
+	opts := append([]chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(bin),
+		chromedp.Env("HOME=" + dir),
+		chromedp.CombinedOutput(logf),
+	}, allocatorFlags()...)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	// chromedp's own complaints go with the browser's log, shown when a
+	// test fails (never to the test's log: they can come after its end).
+	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithLogf(func(format string, args ...any) {
+		fmt.Fprintf(logf, "chromedp: "+format+"\n", args...)
+	}))
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = b.c.call(ctx, "", "Browser.close", nil, nil)
+		closeCtx, cancelClose := context.WithTimeout(ctx, browserCloseTimeout)
+		_ = chromedp.Cancel(closeCtx) // Browser.close, then a kill if it takes too long
+		cancelClose()
 		cancel()
-		done := make(chan struct{})
-		go func() {
-			_ = cmd.Wait()
-			close(done)
-		}()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-		// Helpers that outlived the browser itself.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmdW.Close()
-		<-b.c.done
-		outR.Close()
+		cancelAlloc() // waits until the browser and its output are done
 		logf.Close()
 		if t.Failed() {
 			if out, err := os.ReadFile(logf.Name()); err == nil && len(out) > 0 {
@@ -147,13 +148,19 @@ func startBrowser(t testing.TB) *browser {
 			}
 		}
 	})
-	var v struct {
-		Product string `json:"product"`
-	}
-	if err := b.call("", "Browser.getVersion", nil, &v); err != nil {
+	if err := firstRun(ctx, cancel); err != nil {
 		t.Fatalf("chromium does not answer over its pipe: %v", err)
 	}
-	return b
+	return &browser{ctx: ctx}
+}
+
+// firstRun starts the browser or the tab of ctx. Its context becomes the
+// browser's or the tab's life, so it cannot be one with a deadline:
+// callTimeout cancels ctx instead, ending the browser or the tab.
+func firstRun(ctx context.Context, cancel context.CancelFunc) error {
+	timer := time.AfterFunc(callTimeout, cancel)
+	defer timer.Stop()
+	return chromedp.Do(ctx)
 }
 
 func tail(b []byte, n int) []byte {
@@ -163,66 +170,15 @@ func tail(b []byte, n int) []byte {
 	return b
 }
 
-func (b *browser) call(session, method string, params, out any) error {
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	return b.c.call(ctx, session, method, params, out)
-}
-
-// onEvent keeps what a page says on its console and the exceptions it
-// throws, for the test to check and to show when it fails.
-func (b *browser) onEvent(method, session string, params json.RawMessage) {
-	b.mu.Lock()
-	p := b.pages[session]
-	b.mu.Unlock()
-	if p == nil {
-		return
-	}
-	switch method {
-	case "Runtime.consoleAPICalled":
-		var e struct {
-			Type string `json:"type"`
-			Args []struct {
-				Value       any    `json:"value"`
-				Description string `json:"description"`
-			} `json:"args"`
-		}
-		if json.Unmarshal(params, &e) == nil {
-			var parts []string
-			for _, a := range e.Args {
-				if a.Value != nil {
-					parts = append(parts, fmt.Sprint(a.Value))
-				} else {
-					parts = append(parts, a.Description)
-				}
-			}
-			p.record("console."+e.Type+": "+strings.Join(parts, " "), false)
-		}
-	case "Runtime.exceptionThrown":
-		var e struct {
-			Details struct {
-				Text      string `json:"text"`
-				Exception struct {
-					Description string `json:"description"`
-				} `json:"exception"`
-			} `json:"exceptionDetails"`
-		}
-		if json.Unmarshal(params, &e) == nil {
-			p.record("exception: "+e.Details.Text+" "+e.Details.Exception.Description, true)
-		}
-	}
-}
-
 // page is one tab, with the test's hooks installed before its scripts.
 type page struct {
-	t       testing.TB
-	b       *browser
-	session string
-	width   int
-	height  int
+	t      testing.TB
+	ctx    context.Context // the tab's
+	width  int
+	height int
 
 	mu         sync.Mutex
-	lines      []string
+	lines      []string // what the page said on its console, and threw
 	exceptions []string
 }
 
@@ -261,36 +217,35 @@ const pageHooks = `(() => {
 // ratio dpr (a browser zoom of dpr).
 func (b *browser) newPage(t testing.TB, width, height int, dpr float64) *page {
 	t.Helper()
-	var target struct {
-		TargetID string `json:"targetId"`
-	}
-	if err := b.call("", "Target.createTarget", map[string]any{"url": "about:blank"}, &target); err != nil {
-		t.Fatal(err)
-	}
-	var att struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := b.call("", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &att); err != nil {
-		t.Fatal(err)
-	}
-	p := &page{t: t, b: b, session: att.SessionID}
-	b.mu.Lock()
-	b.pages[p.session] = p
-	b.mu.Unlock()
+	ctx, cancel := chromedp.NewContext(b.ctx)
+	p := &page{t: t, ctx: ctx}
+	console := make(chan struct{})
 	t.Cleanup(func() {
-		_ = b.call("", "Target.closeTarget", map[string]any{"targetId": target.TargetID}, nil)
-		b.mu.Lock()
-		delete(b.pages, p.session)
-		b.mu.Unlock()
+		cancel() // closes the tab, and ends its console
+		<-console
 		if t.Failed() {
 			p.mu.Lock()
 			t.Logf("the page's console:\n%s", strings.Join(p.lines, "\n"))
 			p.mu.Unlock()
 		}
 	})
-	p.do("Runtime.enable", nil, nil)
-	p.do("Page.enable", nil, nil)
-	p.do("Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": pageHooks}, nil)
+	if err := firstRun(ctx, cancel); err != nil {
+		close(console)
+		t.Fatalf("open a tab: %v", err)
+	}
+	// The console is kept for the test to check and to show when it
+	// fails: what the page logs, and the exceptions it throws.
+	messages := chromedp.Console(ctx)
+	go func() {
+		defer close(console)
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			p.record(m.String(), m.IsException())
+		}
+	}()
+	call(p, cdppage.AddScriptToEvaluateOnNewDocument, cdppage.AddScriptToEvaluateOnNewDocumentParams{Source: pageHooks})
 	p.resize(width, height, dpr)
 	return p
 }
@@ -304,51 +259,67 @@ func (p *page) record(line string, exception bool) {
 	}
 }
 
-// do runs a command in the page's session, failing the test on error.
-func (p *page) do(method string, params, out any) {
+// call runs a DevTools command in the page's tab, failing the test on
+// error.
+func call[P, R any](p *page, cmd cdp.Command[P, R], params P) R {
 	p.t.Helper()
-	if err := p.b.call(p.session, method, params, out); err != nil {
-		p.t.Fatal(err)
+	return send(p, chromedp.Call[P, R], cmd, params)
+}
+
+// callBrowser runs a command of the browser (its Browser domain) for the
+// page, failing the test on error.
+func callBrowser[P, R any](p *page, cmd cdp.Command[P, R], params P) R {
+	p.t.Helper()
+	return send(p, chromedp.CallBrowser[P, R], cmd, params)
+}
+
+// send runs cmd through via (the tab's or the browser's session) within
+// callTimeout.
+func send[P, R any](p *page, via func(context.Context, cdp.Command[P, R], P) (R, error), cmd cdp.Command[P, R], params P) R {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, callTimeout)
+	defer cancel()
+	r, err := via(ctx, cmd, params)
+	if err != nil {
+		p.t.Fatalf("%s: %v", cmd.Method, err)
 	}
+	return r
 }
 
 // resize sets the page's size in CSS pixels and its device pixel ratio.
 func (p *page) resize(width, height int, dpr float64) {
 	p.t.Helper()
 	p.width, p.height = width, height
-	p.do("Emulation.setDeviceMetricsOverride", map[string]any{"width": width, "height": height, "deviceScaleFactor": dpr, "mobile": false}, nil)
+	call(p, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+		Width: int64(width), Height: int64(height), DeviceScaleFactor: dpr, Mobile: false})
+}
+
+// navigate loads url in the tab, not waiting for the page.
+func (p *page) navigate(url string) {
+	p.t.Helper()
+	call(p, cdppage.Navigate, cdppage.NavigateParams{URL: url})
 }
 
 // open loads url and waits until the page has run its scripts.
 func (p *page) open(url string) {
 	p.t.Helper()
-	p.do("Page.navigate", map[string]any{"url": url}, nil)
+	p.navigate(url)
 	p.waitFor("the page loaded", `document.readyState === 'complete' && document.body.dataset.state !== 'loading'`)
 }
 
-// eval evaluates a JavaScript expression (awaiting a promise) into out.
+// eval evaluates a JavaScript expression (awaiting a promise) into out
+// (nil: the value is dropped).
 func (p *page) eval(expr string, out any) error {
-	var r struct {
-		Result struct {
-			Value json.RawMessage `json:"value"`
-		} `json:"result"`
-		Exception *struct {
-			Text      string `json:"text"`
-			Exception struct {
-				Description string `json:"description"`
-			} `json:"exception"`
-		} `json:"exceptionDetails"`
+	ctx, cancel := context.WithTimeout(p.ctx, callTimeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		return fmt.Errorf("%s: %w", expr, err)
 	}
-	if err := p.b.call(p.session, "Runtime.evaluate", map[string]any{"expression": expr, "awaitPromise": true, "returnByValue": true}, &r); err != nil {
-		return err
-	}
-	if r.Exception != nil {
-		return fmt.Errorf("%s: %s %s", expr, r.Exception.Text, r.Exception.Exception.Description)
-	}
-	if out == nil || len(r.Result.Value) == 0 {
+	if out == nil {
 		return nil
 	}
-	return json.Unmarshal(r.Result.Value, out)
+	return json.Unmarshal(v, out)
 }
 
 // value evaluates expr, failing the test on error.
@@ -377,16 +348,25 @@ func (p *page) connect(url string) {
 	})()`)
 }
 
-// waitFor polls a boolean expression until it holds.
+// waitFor polls a boolean expression until it holds. A poll that the
+// page's navigation cut short (the viewer reloads itself for a new link)
+// is asked again of the new document.
 func (p *page) waitFor(what, expr string) {
 	p.t.Helper()
 	desktoptest.EventuallyWithin(p.t, what, pageTimeout, func() bool {
 		var ok bool
-		if err := p.eval(expr, &ok); err != nil {
+		if err := p.eval(expr, &ok); err != nil && !navigatedAway(err) {
 			p.t.Fatal(err)
 		}
 		return ok
 	})
+}
+
+// navigatedAway tells Chromium's answer to an evaluation whose document
+// went away under it (-32000).
+func navigatedAway(err error) bool {
+	var e *cdproto.Error
+	return errors.As(err, &e) && e.Message == "Inspected target navigated or closed"
 }
 
 // state is the viewer's connection state (body's data-state).
@@ -456,109 +436,93 @@ func (p *page) waitFills(what string, x, y int, fills []desktoptest.Fill) {
 }
 
 // mouse dispatches one mouse event at a page point (CSS pixels).
-func (p *page) mouse(typ string, x, y float64, button string, clicks int) {
+func (p *page) mouse(typ input.DispatchMouseEventType, x, y float64, button string, clicks int) {
 	p.t.Helper()
-	params := map[string]any{"type": typ, "x": x, "y": y, "button": button, "clickCount": clicks}
-	if typ == "mousePressed" {
-		params["buttons"] = map[string]int{"left": 1, "right": 2, "middle": 4}[button]
+	params := input.DispatchMouseEventParams{Type: typ, X: x, Y: y, Button: input.MouseButton(button), ClickCount: int64(clicks)}
+	if typ == input.DispatchMouseEventTypeMousePressed {
+		params.Buttons = map[string]int64{"left": 1, "right": 2, "middle": 4}[button]
 	}
-	p.do("Input.dispatchMouseEvent", params, nil)
+	call(p, input.DispatchMouseEvent, params)
 }
 
 // click presses and lets go of a button at a page point, count times in
 // a row (2: a double click).
 func (p *page) click(x, y float64, button string, count int) {
 	p.t.Helper()
-	p.mouse("mouseMoved", x, y, "none", 0)
+	p.mouse(input.DispatchMouseEventTypeMouseMoved, x, y, "none", 0)
 	for i := 1; i <= count; i++ {
-		p.mouse("mousePressed", x, y, button, i)
-		p.mouse("mouseReleased", x, y, button, i)
+		p.mouse(input.DispatchMouseEventTypeMousePressed, x, y, button, i)
+		p.mouse(input.DispatchMouseEventTypeMouseReleased, x, y, button, i)
 	}
 }
 
-// key is one key as DevTools dispatches it.
-type key struct {
-	key, code string
-	vk        int
-	text      string
-	modifiers int      // 1 Alt, 2 Ctrl, 4 Meta, 8 Shift
-	commands  []string // editing commands the key runs (a paste)
-}
-
-// press sends a key down (with its text, as a keyboard would) and up.
-func (p *page) press(k key) {
+// wheel turns the mouse wheel at a page point by deltaY CSS pixels
+// (positive: down). Chromium refuses a mouseWheel without both deltas,
+// and cdproto's DispatchMouseEventParams leaves out a zero deltaX
+// (omitzero; chromedp/chromedp#491 and #1513), so the event goes through
+// the tab's untyped Call with both.
+func (p *page) wheel(x, y, deltaY float64) {
 	p.t.Helper()
-	down := map[string]any{"type": "keyDown", "key": k.key, "code": k.code, "windowsVirtualKeyCode": k.vk, "modifiers": k.modifiers}
-	if k.text != "" {
-		down["text"] = k.text
-	} else {
-		down["type"] = "rawKeyDown"
+	ctx, cancel := context.WithTimeout(p.ctx, callTimeout)
+	defer cancel()
+	params := map[string]any{"type": input.DispatchMouseEventTypeMouseWheel, "x": x, "y": y, "deltaX": 0, "deltaY": deltaY}
+	if err := chromedp.FromContext(ctx).Target.Call(ctx, input.CommandDispatchMouseEvent, params, nil); err != nil {
+		p.t.Fatalf("%s: %v", input.CommandDispatchMouseEvent, err)
 	}
-	if len(k.commands) > 0 {
-		down["commands"] = k.commands
-	}
-	p.do("Input.dispatchKeyEvent", down, nil)
-	p.do("Input.dispatchKeyEvent", map[string]any{"type": "keyUp", "key": k.key, "code": k.code, "windowsVirtualKeyCode": k.vk, "modifiers": k.modifiers}, nil)
 }
 
-// typeASCII types printable ASCII key by key, as a US keyboard would.
-func (p *page) typeASCII(s string) {
+// typeKeys presses and lets go of the key of each character of s on
+// chromedp's US keyboard (package kb: letters, digits, punctuation, and
+// its named keys such as kb.Enter and kb.Backspace), with opts applied to
+// each event. A key's down carries the text it types, as one key press
+// of a real keyboard brings the page its keydown and its character at
+// once. (chromedp.KeyEvent sends the character as a command of its own, a
+// DevTools round trip after the keydown, which the bench would time.) A
+// key held with Ctrl, Alt or Meta types no text.
+func (p *page) typeKeys(s string, opts ...chromedp.KeyOption) {
 	p.t.Helper()
 	for _, r := range s {
-		p.press(asciiKey(r))
+		events := kb.Encode(r)
+		down, up := *events[0], *events[len(events)-1]
+		for _, o := range opts {
+			o(&down)
+			o(&up)
+		}
+		if len(events) == 3 && down.Modifiers&^int64(kb.ModifierShift) == 0 {
+			down.Text, down.UnmodifiedText = events[1].Text, events[1].UnmodifiedText
+		} else {
+			down.Type = input.DispatchKeyEventTypeRawKeyDown
+		}
+		call(p, input.DispatchKeyEvent, down)
+		call(p, input.DispatchKeyEvent, up)
 	}
 }
 
-// asciiKey is the US keyboard's key of a printable ASCII character.
-func asciiKey(r rune) key {
-	const shifted = `~!@#$%^&*()_+{}|:"<>?`
-	const plain = "`1234567890-=[]\\;',./"
-	codes := []string{"Backquote", "Digit1", "Digit2", "Digit3", "Digit4", "Digit5", "Digit6", "Digit7", "Digit8", "Digit9", "Digit0",
-		"Minus", "Equal", "BracketLeft", "BracketRight", "Backslash", "Semicolon", "Quote", "Comma", "Period", "Slash"}
-	k := key{key: string(r), text: string(r)}
-	switch {
-	case r >= 'a' && r <= 'z':
-		k.code, k.vk = "Key"+strings.ToUpper(string(r)), int(r-'a'+'A')
-	case r >= 'A' && r <= 'Z':
-		k.code, k.vk, k.modifiers = "Key"+string(r), int(r), 8
-	case r >= '0' && r <= '9':
-		k.code, k.vk = "Digit"+string(r), int(r)
-	case r == ' ':
-		k.code, k.vk = "Space", 32
-	case strings.ContainsRune(plain, r):
-		k.code = codes[strings.IndexRune(plain, r)]
-	case strings.ContainsRune(shifted, r):
-		k.code, k.modifiers = codes[strings.IndexRune(shifted, r)], 8
+// editCommands is a key option that has the key's down run the browser's
+// editing commands (e.g. "paste" for Ctrl+V), as a platform's key
+// bindings do; DevTools' key events run none by themselves.
+func editCommands(commands ...string) chromedp.KeyOption {
+	return func(k *input.DispatchKeyEventParams) {
+		if k.Type != input.DispatchKeyEventTypeKeyUp {
+			k.Commands = commands
+		}
 	}
-	return k
 }
-
-var (
-	keyEnter     = key{key: "Enter", code: "Enter", vk: 13, text: "\r"}
-	keyBackspace = key{key: "Backspace", code: "Backspace", vk: 8}
-)
 
 // insertText inserts text as an IME or an emoji keyboard commits it.
 func (p *page) insertText(s string) {
 	p.t.Helper()
-	p.do("Input.insertText", map[string]any{"text": s}, nil)
+	call(p, input.InsertText, input.InsertTextParams{Text: s})
 }
 
 // screenshot writes a PNG of the page to path.
 func (p *page) screenshot(path string) []byte {
 	p.t.Helper()
-	var shot struct {
-		Data string `json:"data"`
-	}
-	p.do("Page.captureScreenshot", map[string]any{"format": "png"}, &shot)
-	b, err := base64.StdEncoding.DecodeString(shot.Data)
-	if err != nil {
+	shot := call(p, cdppage.CaptureScreenshot, cdppage.CaptureScreenshotParams{Format: cdppage.CaptureScreenshotFormatPng})
+	if err := os.WriteFile(path, shot.Data, 0o644); err != nil {
 		p.t.Fatal(err)
 	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		p.t.Fatal(err)
-	}
-	return b
+	return shot.Data
 }
 
 // noErrors fails the test for exceptions the page threw and violations

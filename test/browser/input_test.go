@@ -6,6 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
 )
@@ -48,10 +53,10 @@ func TestViewerTypesIntoXterm(t *testing.T) {
 	win := e.launchXterm(t, "stty -echo; exec cat > "+out)
 	ep := e.link(t, api.TicketRequest{})
 	p := e.b.newPage(t, 800, 600, 1)
-	p.do("Emulation.setFocusEmulationEnabled", map[string]any{"enabled": true}, nil)
-	if err := e.b.call("", "Browser.grantPermissions", map[string]any{
-		"origin": e.d.URL, "permissions": []string{"clipboardReadWrite", "clipboardSanitizedWrite"}}, nil); err != nil {
-		t.Fatal(err)
+	call(p, emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true})
+	for _, name := range []string{"clipboard-read", "clipboard-write"} {
+		callBrowser(p, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
+			Permission: &cdpbrowser.PermissionDescriptor{Name: name}, Setting: cdpbrowser.PermissionSettingGranted, Origin: e.d.URL})
 	}
 	p.connect(ep.ViewerURL)
 	// A click into the xterm gives it the focus.
@@ -62,11 +67,11 @@ func TestViewerTypesIntoXterm(t *testing.T) {
 	if err := p.eval(`navigator.clipboard.writeText(`+jsString(pasted)+`)`, nil); err != nil {
 		t.Fatalf("put text on the browser's clipboard: %v", err)
 	}
-	p.typeASCII("Hello, World! <>&|~ x")
-	p.press(keyBackspace)
+	p.typeKeys("Hello, World! <>&|~ x")
+	p.typeKeys(kb.Backspace)
 	p.insertText("Привет ✓ 你好 ")
-	p.press(key{key: "v", code: "KeyV", vk: 'V', modifiers: 2, commands: []string{"paste"}})
-	p.press(keyEnter)
+	p.typeKeys("v", chromedp.KeyModifiers(chromedp.ModifierCtrl), editCommands("paste"))
+	p.typeKeys(kb.Enter)
 
 	want := "Hello, World! <>&|~ Привет ✓ 你好 " + pasted
 	desktoptest.EventuallyWithin(t, "the shell writing the typed line", pageTimeout, func() bool {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	cdppage "github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/jezek/xgb/xproto"
 
 	"github.com/trycua/cua-spacesd/api"
@@ -39,10 +41,10 @@ func TestViewerViewOnlySendsNothing(t *testing.T) {
 	x, y := pagePoint(800, 600, 800, 600, win.Bounds.X+50, win.Bounds.Y+50)
 	p.click(x, y, "left", 2)
 	p.click(x, y, "right", 1)
-	p.typeASCII("echo leaked")
-	p.press(keyEnter)
+	p.typeKeys("echo leaked")
+	p.typeKeys(kb.Enter)
 	p.insertText("Привет")
-	p.do("Input.dispatchMouseEvent", map[string]any{"type": "mouseWheel", "x": x, "y": y, "deltaX": 0, "deltaY": 300}, nil)
+	p.wheel(x, y, 300)
 	if labels := value[[]string](p, `window.__test.labels`); strings.Join(labels, ",") != "control" {
 		t.Errorf("the view-only page opened the channels %v, want control alone", labels)
 	}
@@ -256,9 +258,9 @@ func TestViewerSurvivesAFrozenTab(t *testing.T) {
 	ep := e.link(t, api.TicketRequest{})
 	p := e.b.newPage(t, 800, 600, 1)
 	p.connect(ep.ViewerURL)
-	p.do("Page.setWebLifecycleState", map[string]any{"state": "frozen"}, nil)
+	call(p, cdppage.SetWebLifecycleState, cdppage.SetWebLifecycleStateParams{State: cdppage.SetWebLifecycleStateStateFrozen})
 	time.Sleep(6 * time.Second) // longer than the 4 s without a pong that ends a session
-	p.do("Page.setWebLifecycleState", map[string]any{"state": "active"}, nil)
+	call(p, cdppage.SetWebLifecycleState, cdppage.SetWebLifecycleStateParams{State: cdppage.SetWebLifecycleStateStateActive})
 	pings := value[int](p, `window.__test.sent.length`)
 	p.waitFor("two more pings sent", fmt.Sprintf(`window.__test.sent.length >= %d`, pings+2))
 	if n, state := value[int](p, `window.__test.pcs.length`), p.state(); n != 1 || state != "connected" {
@@ -266,7 +268,7 @@ func TestViewerSurvivesAFrozenTab(t *testing.T) {
 	}
 
 	other := e.link(t, api.TicketRequest{ViewOnly: true})
-	p.do("Page.navigate", map[string]any{"url": other.ViewerURL}, nil)
+	p.navigate(other.ViewerURL)
 	p.waitFor("the new link followed", `!!document.body && document.body.dataset.state === 'connected' && !document.getElementById('mode').hidden`)
 	p.noErrors()
 }

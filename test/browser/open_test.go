@@ -37,9 +37,7 @@ func TestViewOpensTheLinkInABrowser(t *testing.T) {
 	pidFile := filepath.Join(dir, "pid")
 	var flags []string
 	for _, f := range chromiumFlags {
-		if f != "--remote-debugging-pipe" && f != "about:blank" {
-			flags = append(flags, "'"+f+"'")
-		}
+		flags = append(flags, "'"+f+"'")
 	}
 	opener := filepath.Join(dir, "browser")
 	script := "#!/bin/sh\necho $$ > " + pidFile + "\nexec " + bin + " --user-data-dir=" + filepath.Join(dir, "profile") + " " + strings.Join(flags, " ") + " \"$1\" 2>/dev/null\n"

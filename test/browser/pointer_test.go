@@ -49,7 +49,7 @@ func TestViewerClicksLandExactly(t *testing.T) {
 	x, y := pagePoint(500, 900, 800, 600, bx+50, by+60)
 	xc.Drain()
 	p.mouse("mouseMoved", x, y, "none", 0)
-	p.do("Input.dispatchMouseEvent", map[string]any{"type": "mouseWheel", "x": x, "y": y, "deltaX": 0, "deltaY": 100}, nil)
+	p.wheel(x, y, 100)
 	ev := desktoptest.Next[xproto.ButtonPressEvent](t, xc, desktoptest.EventTimeout)
 	if ev.Detail != 5 || int(ev.RootX) != bx+50 || int(ev.RootY) != by+60 {
 		t.Errorf("wheel down: button %d at (%d, %d), want 5 at (%d, %d)", ev.Detail, ev.RootX, ev.RootY, bx+50, by+60)
