@@ -9,13 +9,16 @@ package mcpsvc
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/process"
 	"github.com/trycua/cua-spacesd/internal/mcpserve"
 	"github.com/trycua/cua-spacesd/internal/spacetools"
+	"github.com/trycua/cua-spacesd/spacesd/httpapi"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 )
 
@@ -38,9 +41,22 @@ type Options struct {
 
 // Service is the daemon's MCP endpoint.
 type Service struct {
-	host    server.Host
-	self    *self
-	reg     *registry
+	host server.Host
+	log  *slog.Logger
+	opts Options
+	self *self
+	reg  *registry
+
+	// The MCP server and its transport are built with the first request to
+	// /mcp: their tool schemas are most of an idle daemon's heap, and most
+	// daemons never see an MCP client of their own.
+	mu     sync.Mutex
+	ep     *endpoint
+	closed bool
+}
+
+// endpoint is the MCP server and what serves it over HTTP.
+type endpoint struct {
 	mcp     *mcpserve.Server
 	handler http.Handler
 	tokens  *sessionTokens
@@ -51,30 +67,46 @@ type Service struct {
 func New(procs *process.Manager, o Options) server.NewService {
 	return func(h server.Host) (server.Service, error) {
 		log := h.Log.With("service", "mcp")
-		s := &Service{host: h, reg: &registry{declared: map[string]*supervisor{}}}
+		s := &Service{host: h, log: log, opts: o, reg: &registry{declared: map[string]*supervisor{}}}
 		if o.Config != nil {
 			for _, c := range o.Config.Services {
 				s.reg.declared[c.Name] = newSupervisor(c, procs, log, o.Version)
 				s.reg.names = append(s.reg.names, c.Name)
 			}
 		}
-		surface := spacetools.Surface{Space: s.space}
-		srv, err := mcpserve.New(mcpserve.Config{
-			Name: ServerName, Version: o.Version, Logger: log,
-			Tools: surface.ServeAll(spacetools.All()),
-			Instructions: "Tools over this Space (the desktop this daemon runs in): shell, files, windows, screenshots, input, clipboard. " +
-				"list_tools and call_tool reach the other MCP services the Space declares. A failed tool answers isError with structuredContent.error.kind.",
-		})
-		if err != nil {
-			s.reg.close()
-			return nil, err
-		}
-		s.mcp, s.reg.builtin = srv, srv
-		s.handler = srv.Handler(mcpserve.HTTPOptions{Path: api.PathMCP, MaxSessions: o.MaxSessions, SessionIdle: o.SessionIdle})
-		s.tokens = &sessionTokens{host: h, mcp: srv, sessions: map[string]tokenTie{}}
 		s.self = newSelf(h.Handler, log)
 		return s, nil
 	}
+}
+
+// endpoint answers the MCP server, built on first use.
+func (s *Service) endpoint() (*endpoint, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, api.Errorf(api.KindSpacesdNotAvailable, "%v", server.ErrShutdown).WithRetryable(true)
+	}
+	if s.ep != nil {
+		return s.ep, nil
+	}
+	surface := spacetools.Surface{Space: s.space}
+	srv, err := mcpserve.New(mcpserve.Config{
+		Name: ServerName, Version: s.opts.Version, Logger: s.log,
+		Tools: surface.ServeAll(spacetools.All()),
+		Instructions: "Tools over this Space (the desktop this daemon runs in): shell, files, windows, screenshots, input, clipboard. " +
+			"list_tools and call_tool reach the other MCP services the Space declares. A failed tool answers isError with structuredContent.error.kind.",
+	})
+	if err != nil {
+		return nil, api.Errorf(api.KindMCP, "build the MCP server: %v", err).WithCause(err)
+	}
+	// Only calls through this server reach the registry's builtin.
+	s.reg.builtin = srv
+	s.ep = &endpoint{
+		mcp:     srv,
+		handler: srv.Handler(mcpserve.HTTPOptions{Path: api.PathMCP, MaxSessions: s.opts.MaxSessions, SessionIdle: s.opts.SessionIdle}),
+		tokens:  &sessionTokens{host: s.host, mcp: srv, sessions: map[string]tokenTie{}},
+	}
+	return s.ep, nil
 }
 
 // space is the Space of a built-in tool's call: the daemon itself, reached
@@ -103,7 +135,14 @@ func (s *Service) Routes() []server.Route {
 	}
 }
 
-func (s *Service) serve(w http.ResponseWriter, r *http.Request) { s.tokens.serve(s.handler, w, r) }
+func (s *Service) serve(w http.ResponseWriter, r *http.Request) {
+	ep, err := s.endpoint()
+	if err != nil {
+		httpapi.WriteError(w, api.AsError(err))
+		return
+	}
+	ep.tokens.serve(ep.handler, w, r)
+}
 
 // Features: the built-in service is always there.
 func (s *Service) Features() map[api.Feature]server.Probe {
@@ -120,8 +159,14 @@ func (s *Service) Limits(*api.Limits) {}
 // calls in flight, which end only once what they wait on (a service, the
 // daemon's own routes) is gone.
 func (s *Service) Close() {
+	s.mu.Lock()
+	s.closed = true
+	ep := s.ep
+	s.mu.Unlock()
 	s.reg.close()
 	s.self.close()
-	s.mcp.CloseSessions()
-	s.tokens.close()
+	if ep != nil {
+		ep.mcp.CloseSessions()
+		ep.tokens.close()
+	}
 }
