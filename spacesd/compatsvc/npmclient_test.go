@@ -61,7 +61,7 @@ type nodeClient struct {
 	t      *testing.T
 	in     io.WriteCloser
 	out    chan driverAnswer
-	stderr *syncBuffer
+	stderr *spacesdtest.Logs
 	next   int
 }
 
@@ -89,7 +89,7 @@ func startNodeClient(t *testing.T, caFile string) *nodeClient {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc := &nodeClient{t: t, in: in, out: make(chan driverAnswer, 1), stderr: &syncBuffer{}}
+	nc := &nodeClient{t: t, in: in, out: make(chan driverAnswer, 1), stderr: &spacesdtest.Logs{}}
 	cmd.Stderr = nc.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -284,7 +283,7 @@ func TestBusFiles(t *testing.T) {
 // else; /cmd and /status take the key as a header. A wrong key is refused
 // everywhere, before any command runs, and never logged.
 func TestBusAuth(t *testing.T) {
-	var logs syncBuffer
+	var logs spacesdtest.Logs
 	d := spacesdtest.Start(t, spacesdtest.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	const wrong = "the-wrong-key-of-this-test"
 	marker := filepath.Join(t.TempDir(), "ran")
@@ -388,23 +387,6 @@ func TestBusWithoutToken(t *testing.T) {
 	if status, res := cmd(t, d, nil, `{"command":"version"}`); status != 200 || res["success"] != true {
 		t.Fatalf("POST /cmd without a token: %d %v", status, res)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // No goroutine outlives a daemon whose bus served commands, refused a
