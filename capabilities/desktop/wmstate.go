@@ -122,9 +122,8 @@ func (x *xconn) fillStates(ctx context.Context, wins []api.Window) error {
 	return nil
 }
 
-// wmGeometryStill is how long a window whose state changed keeps the
-// bounds it had before the answer takes them as final (a window that
-// already filled the screen when it was maximized).
+// wmGeometryStill is how long the bounds of a window whose state changed
+// hold still before the answer takes them as final.
 const wmGeometryStill = 150 * time.Millisecond
 
 // SetWindowState minimizes, maximizes or restores (api.WindowNormal) a
@@ -154,9 +153,10 @@ func (d *Desktop) SetWindowState(ctx context.Context, id uint32, state api.Windo
 	}
 	// Into maximized, or out of maximized or fullscreen, the window
 	// manager also changes the geometry, and it may do so after it sets
-	// the state: the answer waits for bounds that left the old ones (or,
-	// for a window that already had that size, stayed put a while), so
-	// that the bounds it answers are the new ones.
+	// the state, and in steps (openbox moves the frame, then resizes the
+	// client): the answer waits for bounds that held still a while, after
+	// leaving the old ones or (for a window that already had that size)
+	// not, so that the bounds it answers are the new ones.
 	resizes := state == api.WindowMaximized ||
 		(state == api.WindowNormal && (cur.State == api.WindowMaximized || cur.State == api.WindowFullscreen))
 	var last api.Window
@@ -173,7 +173,7 @@ func (d *Desktop) SetWindowState(ctx context.Context, id uint32, state api.Windo
 		if w.State != state || w.OnScreen != (state != api.WindowMinimized) {
 			return false, nil
 		}
-		if !resizes || w.Bounds != cur.Bounds {
+		if !resizes {
 			return true, nil
 		}
 		if moved || stillSince.IsZero() {
