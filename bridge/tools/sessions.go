@@ -70,7 +70,9 @@ func (p *daemonSessions) do(ctx context.Context, key string, connect connectFunc
 	for attempt := 0; ; attempt++ {
 		e, err := p.acquire(ctx, key, connect)
 		if err != nil {
-			if attempt == 0 && ctx.Err() == nil && !errors.Is(err, errSessionsClosed) {
+			// Not after a handshake that timed out: a second one would
+			// double a wait already long.
+			if attempt == 0 && ctx.Err() == nil && !errors.Is(err, errSessionsClosed) && !errors.Is(err, context.DeadlineExceeded) {
 				continue
 			}
 			return nil, err
