@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/bridge/registry"
 	"github.com/trycua/cua-spacesd/internal/mcpserve"
 	"github.com/trycua/cua-spacesd/internal/spacetools"
@@ -24,9 +26,9 @@ type sessionsEnv struct {
 	deps *Deps
 }
 
-func newSessionsEnv(t *testing.T, d *spacesdtest.Daemon) *sessionsEnv {
+func newSessionsEnv(t *testing.T, d *spacesdtest.Daemon, opts ...registry.Option) *sessionsEnv {
 	t.Helper()
-	reg, err := registry.Open(t.TempDir())
+	reg, err := registry.Open(t.TempDir(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,9 +104,19 @@ func TestDaemonSessionShared(t *testing.T) {
 // once, since the daemon refused it before running it.
 func TestDaemonSessionAfterRestart(t *testing.T) {
 	d := spacesdtest.Start(t, spacesdtest.Options{})
-	e := newSessionsEnv(t, d)
+	conns := &dialedConns{}
+	e := newSessionsEnv(t, d, registry.WithClients(func(e registry.Entry) (*client.Client, error) {
+		return client.New(e.URL, e.Token, client.WithDialer(conns.dial))
+	}))
 	e.bash(t, "true")
 	d.Stop()
+	// The old daemon closed its connections; a client learns of it when
+	// its reader next runs, and a POST written onto such a connection
+	// before then fails with EOF, which is rightly not made again (a
+	// server may have run a request and then died). A real restart takes
+	// long enough for the reader to run: closing our ends too keeps this
+	// test from racing it.
+	conns.closeAll()
 	d2 := spacesdtest.Start(t, spacesdtest.Options{Addr: strings.TrimPrefix(d.URL, "http://"), Token: d.Token})
 	if out := e.bash(t, "echo after the restart"); !strings.Contains(out, "after the restart") {
 		t.Fatalf("after the restart: %s", out)
@@ -113,6 +125,31 @@ func TestDaemonSessionAfterRestart(t *testing.T) {
 	if total, _ := opened(t, d2); total != 1 {
 		t.Fatalf("the restarted daemon saw %v sessions opened, want 1", total)
 	}
+}
+
+// dialedConns dials TCP and remembers what it dialed.
+type dialedConns struct {
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (c *dialedConns) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err == nil {
+		c.mu.Lock()
+		c.conns = append(c.conns, conn)
+		c.mu.Unlock()
+	}
+	return conn, err
+}
+
+func (c *dialedConns) closeAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, conn := range c.conns {
+		_ = conn.Close()
+	}
+	c.conns = nil
 }
 
 // A rotated token ends the session it opened (at the daemon); once the
