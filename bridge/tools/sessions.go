@@ -78,7 +78,7 @@ func (p *daemonSessions) do(ctx context.Context, key string, connect connectFunc
 			return nil, err
 		}
 		raw, err := f(e.s)
-		p.release(key, e)
+		p.release(e)
 		if err != nil && errors.Is(err, mcpclient.ErrNotProcessed) {
 			p.drop(key, e)
 			if attempt == 0 && ctx.Err() == nil {
@@ -116,11 +116,11 @@ func (p *daemonSessions) acquire(ctx context.Context, key string, connect connec
 	select {
 	case <-e.ready:
 	case <-ctx.Done():
-		p.release(key, e)
+		p.release(e)
 		return nil, ctx.Err()
 	}
 	if e.err != nil {
-		p.release(key, e)
+		p.release(e)
 		return nil, e.err
 	}
 	return e, nil
@@ -164,7 +164,7 @@ func (e *sessionEntry) done() bool {
 }
 
 // release ends one call's use of e.
-func (p *daemonSessions) release(_ string, e *sessionEntry) {
+func (p *daemonSessions) release(e *sessionEntry) {
 	p.mu.Lock()
 	e.inflight--
 	e.last = time.Now()
