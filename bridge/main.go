@@ -176,6 +176,7 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "cua-bridge mcp:", err)
 		return 1
 	}
+	defer b.Close()
 	if err := b.RunStdio(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(stderr, "cua-bridge mcp:", err)
 		return 1
@@ -208,6 +209,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "cua-bridge serve:", err)
 		return 1
 	}
+	defer b.Close()
 	token, err := loadOrCreateToken(tf, *tokenFile == "")
 	if err != nil {
 		fmt.Fprintln(stderr, "cua-bridge serve:", err)

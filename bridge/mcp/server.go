@@ -27,6 +27,7 @@ type Config struct {
 // Bridge is the MCP server over the bridge's tools.
 type Bridge struct {
 	*mcpserve.Server
+	deps *tools.Deps
 }
 
 // New registers every tool with a new server.
@@ -42,5 +43,13 @@ func New(cfg Config) (*Bridge, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Bridge{s}, nil
+	return &Bridge{Server: s, deps: cfg.Deps}, nil
+}
+
+// Close ends what the bridge holds open with the Spaces (their MCP
+// sessions), once it serves no more calls.
+func (b *Bridge) Close() {
+	if b.deps != nil {
+		b.deps.Close()
+	}
 }

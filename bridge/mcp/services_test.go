@@ -89,11 +89,20 @@ func TestBridgeListToolsAndFailures(t *testing.T) {
 }
 
 // Progress crosses both hops to the agent, and the agent's cancellation
-// crosses both to stop the call inside the service.
+// crosses both to stop the call inside the service. Both go over the
+// Space's one session with the daemon, which a cancelled call leaves
+// serving the next.
 func TestBridgeProgressAndCancel(t *testing.T) {
 	e, dir := newServicesEnv(t)
 	mcptest.ProgressAndCancel(t, dir, func(o *sdk.ClientOptions) *sdk.ClientSession { return e.client(t, o) },
 		func(slow map[string]any) *sdk.CallToolParams {
 			return &sdk.CallToolParams{Name: "call_tool", Arguments: map[string]any{"space": "s1", "service": "test", "tool": "slow", "arguments": slow}}
 		})
+	res := call(t, e.client(t, nil), "call_tool", map[string]any{"space": "s1", "service": "test", "tool": "echo", "arguments": map[string]any{"text": "next"}})
+	if res.IsError || text(res) != "next" {
+		t.Fatalf("the call after the cancelled one: %+v", res)
+	}
+	if n := spacesdtest.Metrics(t, e.daemon.URL, e.daemon.Token)[mcpsvc.MetricSessionsOpened]; n != 1 {
+		t.Fatalf("the bridge opened %v sessions with the daemon, want 1", n)
+	}
 }

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
@@ -19,24 +20,27 @@ const daemonConnectTimeout = 30 * time.Second
 // daemonServices reach a Space's MCP services through its daemon's /mcp:
 // the bridge's list_tools and call_tool call the daemon's tools of the same
 // names, and pass their results on as they came. Progress and cancellation
-// cross the hop with the call.
-type daemonServices struct{ c *client.Client }
+// cross the hop with the call. The session is the Space's, kept across
+// calls (daemonSessions) under key, the Space's URL and token.
+type daemonServices struct {
+	c        *client.Client
+	key      string
+	sessions *daemonSessions
+}
 
-// call calls one tool of the daemon's built-in service over a session of
-// its own, ended when the call is.
+// call calls one tool of the daemon's built-in service over the Space's
+// session.
 func (d daemonServices) call(ctx context.Context, tool string, args any, progress func(mcpclient.Progress)) (json.RawMessage, error) {
 	b, err := json.Marshal(args)
 	if err != nil {
 		return nil, api.Errorf(api.KindInvalidArgument, "%s: arguments: %v", tool, err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, daemonConnectTimeout)
-	defer cancel()
-	s, err := mcpclient.ConnectHTTP(cctx, d.c.MCPEndpoint(), d.c.MCPHTTPClient(), mcpclient.Options{ClientName: "cua-bridge", ClientVersion: "1"})
-	if err != nil {
-		return nil, daemonError(ctx, d.c, err)
+	connect := func(ctx context.Context) (*mcpclient.Session, error) {
+		return mcpclient.ConnectHTTP(ctx, d.c.MCPEndpoint(), d.c.MCPHTTPClient(), mcpclient.Options{ClientName: "cua-bridge", ClientVersion: "1"})
 	}
-	defer s.Close()
-	raw, err := s.CallTool(ctx, tool, b, progress)
+	raw, err := d.sessions.do(ctx, d.key, connect, func(s *mcpclient.Session) (json.RawMessage, error) {
+		return s.CallTool(ctx, tool, b, progress)
+	})
 	if err != nil {
 		return nil, daemonError(ctx, d.c, err)
 	}
@@ -45,8 +49,11 @@ func (d daemonServices) call(ctx context.Context, tool string, args any, progres
 
 // daemonError says what failed on the way to the daemon's MCP service.
 func daemonError(ctx context.Context, c *client.Client, err error) error {
-	if ctx.Err() != nil {
+	switch {
+	case ctx.Err() != nil:
 		return api.Errorf(api.KindCancelled, "MCP call to %s cancelled: %v", c.BaseURL(), ctx.Err())
+	case errors.Is(err, errSessionsClosed):
+		return api.Errorf(api.KindSpacesdNotAvailable, "MCP call to %s: %v", c.BaseURL(), err).WithRetryable(true)
 	}
 	return api.Errorf(api.KindMCP, "the MCP endpoint of %s: %v", c.MCPEndpoint(), err)
 }

@@ -44,6 +44,9 @@ type Deps struct {
 
 	capsMu sync.Mutex
 	caps   map[string]capsEntry
+
+	// sessions are the MCP sessions with the Spaces' daemons.
+	sessions *daemonSessions
 }
 
 type capsEntry struct {
@@ -63,12 +66,16 @@ func NewDeps(reg *registry.Registry, log *slog.Logger, opts ...DepsOption) *Deps
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := &Deps{Registry: reg, Log: log, caps: map[string]capsEntry{}}
+	d := &Deps{Registry: reg, Log: log, caps: map[string]capsEntry{}, sessions: newDaemonSessions(daemonSessionIdle)}
 	for _, o := range opts {
 		o(d)
 	}
 	return d
 }
+
+// Close ends the MCP sessions with the Spaces' daemons (each told with a
+// DELETE) and waits for them; the bridge calls it when it stops.
+func (d *Deps) Close() { d.sessions.Close() }
 
 // Defs returns the definition of every tool the bridge serves, sorted by
 // name: the tools over one Space and the bridge's own.
@@ -122,12 +129,17 @@ func (d *Deps) space(ctx context.Context, id string, need []api.Feature) (*space
 	if err := caps.Require(need...); err != nil {
 		return nil, err
 	}
-	return &spacetools.Space{ID: id, Client: client, Caps: caps, Services: daemonServices{client}}, nil
+	services := daemonServices{c: client, key: spaceKey(entry), sessions: d.sessions}
+	return &spacetools.Space{ID: id, Client: client, Caps: caps, Services: services}, nil
 }
+
+// spaceKey names what a Space's caches are valid for: its URL and token
+// (a new token, or the name registered elsewhere, is another Space).
+func spaceKey(e registry.Entry) string { return e.URL + "\x00" + e.Token }
 
 // capabilities returns the Space's capabilities, cached for capsTTL.
 func (d *Deps) capabilities(ctx context.Context, e registry.Entry, c *client.Client) (*api.Capabilities, error) {
-	key := e.URL + "\x00" + e.Token
+	key := spaceKey(e)
 	d.capsMu.Lock()
 	ce, ok := d.caps[key]
 	d.capsMu.Unlock()

@@ -47,6 +47,14 @@ const maxToolPages = 100
 // ErrClosed is the cause of every call that a session's end interrupted.
 var ErrClosed = errors.New("the MCP session ended")
 
+// ErrNotProcessed marks a call the server surely did not run: the session
+// had ended before the request was sent, or the server answered that it no
+// longer knows the session (HTTP 404 on its id, as streamable HTTP says of
+// a session it ended or never had: a restart, an idle expiry, a rotated
+// token). Such a call may be made again on a new session; a call that
+// failed any other way may have run.
+var ErrNotProcessed = errors.New("the server did not process the request")
+
 // RPCError is a JSON-RPC error a server answered a request with.
 type RPCError struct {
 	Code    int64
@@ -165,7 +173,7 @@ func (s *Session) Call(ctx context.Context, method string, params any, progress 
 	if s.closed {
 		err := s.err
 		s.mu.Unlock()
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrNotProcessed, err)
 	}
 	s.nextID++
 	id := s.nextID
@@ -192,7 +200,12 @@ func (s *Session) Call(ctx context.Context, method string, params any, progress 
 			s.cancel(ctx, id)
 			return nil, ctx.Err()
 		}
-		s.end(fmt.Errorf("%w: write %s: %v", ErrClosed, method, err))
+		werr := fmt.Errorf("%w: write %s: %w", ErrClosed, method, err)
+		s.end(werr)
+		if errors.Is(err, sdk.ErrSessionMissing) {
+			// Refused at the session's lookup, before anything ran.
+			return nil, fmt.Errorf("%w: %w", ErrNotProcessed, werr)
+		}
 		return nil, s.Err()
 	}
 	select {
@@ -281,7 +294,7 @@ func (s *Session) read() {
 	for {
 		msg, err := s.conn.Read(context.Background())
 		if err != nil {
-			s.end(fmt.Errorf("%w: %v", ErrClosed, err))
+			s.end(fmt.Errorf("%w: %w", ErrClosed, err))
 			_ = s.conn.Close()
 			return
 		}

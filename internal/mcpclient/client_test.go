@@ -160,7 +160,8 @@ func TestInitializeNeverAnswered(t *testing.T) {
 }
 
 // A server that goes away (its process died: stdout and stdin closed)
-// fails the calls in flight with ErrClosed, and every later one.
+// fails the calls in flight with ErrClosed, and every later one. Only the
+// later ones are ErrNotProcessed: one in flight may have run.
 func TestServerGoneFailsCalls(t *testing.T) {
 	ts := &testServer{cancelled: make(chan struct{}), started: make(chan struct{})}
 	outR, outW := io.Pipe()
@@ -183,11 +184,11 @@ func TestServerGoneFailsCalls(t *testing.T) {
 	<-ts.started
 	outW.Close()
 	inR.Close()
-	if err := <-errc; !errors.Is(err, mcpclient.ErrClosed) {
+	if err := <-errc; !errors.Is(err, mcpclient.ErrClosed) || errors.Is(err, mcpclient.ErrNotProcessed) {
 		t.Fatalf("call of a closed session: %v", err)
 	}
 	<-s.Done()
-	if _, err := s.CallTool(t.Context(), "parts", nil, nil); !errors.Is(err, mcpclient.ErrClosed) {
+	if _, err := s.CallTool(t.Context(), "parts", nil, nil); !errors.Is(err, mcpclient.ErrClosed) || !errors.Is(err, mcpclient.ErrNotProcessed) {
 		t.Fatalf("call after the end: %v", err)
 	}
 	<-served

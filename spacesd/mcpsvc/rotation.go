@@ -51,6 +51,7 @@ func (t *sessionTokens) serve(h http.Handler, w http.ResponseWriter, r *http.Req
 }
 
 func (t *sessionTokens) opened(id string, gen uint64) {
+	t.host.Metrics.Counter(MetricSessionsOpened).Add(1)
 	ctx, end := t.host.Session(context.Background(), gen)
 	context.AfterFunc(ctx, func() {
 		if errors.Is(context.Cause(ctx), server.ErrTokenRotated) {

@@ -25,6 +25,14 @@ import (
 // ServerName is the name the daemon gives in initialize.
 const ServerName = "cua-spacesd"
 
+// Metrics of the MCP endpoint: how many sessions clients opened (one
+// initialize each) and how many are open. A client that keeps its session
+// (the bridge does) opens one for many calls.
+const (
+	MetricSessionsOpened = "cua_spacesd_mcp_sessions_opened_total"
+	MetricSessions       = "cua_spacesd_mcp_sessions"
+)
+
 // thisSpace names the Space in the built-in tools' messages.
 const thisSpace = "this Space"
 
@@ -75,6 +83,8 @@ func New(procs *process.Manager, o Options) server.NewService {
 			}
 		}
 		s.self = newSelf(h.Handler, log)
+		h.Metrics.Counter(MetricSessionsOpened)
+		h.Metrics.Gauge(MetricSessions, s.sessionCount)
 		return s, nil
 	}
 }
@@ -107,6 +117,18 @@ func (s *Service) endpoint() (*endpoint, error) {
 		tokens:  &sessionTokens{host: s.host, mcp: srv, sessions: map[string]tokenTie{}},
 	}
 	return s.ep, nil
+}
+
+// sessionCount is the number of open MCP sessions (none before the
+// endpoint is built).
+func (s *Service) sessionCount() float64 {
+	s.mu.Lock()
+	ep := s.ep
+	s.mu.Unlock()
+	if ep == nil {
+		return 0
+	}
+	return float64(ep.mcp.SessionCount())
 }
 
 // space is the Space of a built-in tool's call: the daemon itself, reached

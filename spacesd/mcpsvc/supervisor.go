@@ -358,16 +358,19 @@ func (s *supervisor) start() (*run, error) {
 // initError says why a start failed: no answer to initialize within the
 // bound, or the process's end.
 func (s *supervisor) initError(ctx context.Context, err error, r *run, lines *lineLog) error {
-	tail := lines.tailNote()
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return s.mcpError("it did not answer initialize within %s%s", s.cfg.InitTimeout, tail)
+		return s.mcpError("it did not answer initialize within %s%s", s.cfg.InitTimeout, lines.tailNote())
 	case s.life.Err() != nil:
 		return s.mcpError("the daemon is shutting down")
 	case r != nil && errors.Is(err, mcpclient.ErrClosed):
-		return s.mcpError("it %s before answering initialize%s", r.how(), tail)
+		// The tail after how, which waits for the exit: only then is all
+		// of the process's stderr surely in (a loaded machine showed the
+		// note missing when it was read at the stdout's close).
+		how := r.how()
+		return s.mcpError("it %s before answering initialize%s", how, lines.tailNote())
 	}
-	return s.mcpError("initialize: %v%s", err, tail)
+	return s.mcpError("initialize: %v%s", err, lines.tailNote())
 }
 
 // info is the service as list_tools shows it.

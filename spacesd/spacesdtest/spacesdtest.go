@@ -29,7 +29,14 @@ type Daemon struct {
 	// Auth is what the daemon checks credentials with: a test rotates
 	// its token there.
 	Auth *server.Auth
+
+	stop func()
 }
+
+// Stop shuts the daemon down now (as SIGTERM would), before the test
+// ends: a test then starts another on the same Addr and Token, as a
+// restarted daemon.
+func (d *Daemon) Stop() { d.stop() }
 
 // Options adjust the test daemon.
 type Options struct {
@@ -56,6 +63,10 @@ type Options struct {
 	ClientTLS client.TLS
 	// MCP declares MCP services and adjusts the MCP endpoint.
 	MCP mcpsvc.Options
+	// Addr is where to listen (default a free loopback port), and Token
+	// the token (default a fresh one): those of a stopped daemon make
+	// this one its restart.
+	Addr, Token string
 }
 
 // Token returns a fresh random token.
@@ -76,7 +87,10 @@ func Start(t testing.TB, opts Options) *Daemon {
 	auth := opts.Auth
 	if auth == nil {
 		if !opts.NoToken {
-			tok = Token()
+			tok = opts.Token
+			if tok == "" {
+				tok = Token()
+			}
 		}
 		auth = server.NewAuth(tok, log)
 	}
@@ -91,7 +105,10 @@ func Start(t testing.TB, opts Options) *Daemon {
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if opts.Addr == "" {
+		opts.Addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
@@ -101,10 +118,11 @@ func Start(t testing.TB, opts Options) *Daemon {
 		defer close(done)
 		_ = srv.Serve(ctx, ln)
 	}()
-	t.Cleanup(func() {
+	stop := func() {
 		cancel()
 		<-done
-	})
+	}
+	t.Cleanup(stop)
 	url := "http://" + ln.Addr().String()
 	var copts []client.Option
 	if opts.TLS != nil {
@@ -115,5 +133,5 @@ func Start(t testing.TB, opts Options) *Daemon {
 	if err != nil {
 		t.Fatalf("client: %v", err)
 	}
-	return &Daemon{URL: url, Token: tok, Client: c, Server: srv, Auth: auth}
+	return &Daemon{URL: url, Token: tok, Client: c, Server: srv, Auth: auth, stop: stop}
 }
