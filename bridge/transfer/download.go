@@ -276,8 +276,10 @@ func (s *Session) fetch(ctx context.Context, src string, size int64, f *os.File,
 		whole = false
 		if err == nil {
 			base := offset
-			// One byte more than announced tells a file that grew.
-			cr := &countingReader{r: io.LimitReader(body, size-offset+1), report: func(k int64) { report(base + k) }}
+			// One byte more than announced tells a file that grew. A cancel
+			// stops the copy at the next read, not only once the transport
+			// notices: on loopback the rest may be buffered by then.
+			cr := &countingReader{r: ctxReader{ctx, io.LimitReader(body, size-offset+1)}, report: func(k int64) { report(base + k) }}
 			var n int64
 			n, err = io.CopyBuffer(out, cr, buf)
 			body.Close()
