@@ -1,11 +1,8 @@
 package desktopsvc_test
 
 import (
-	"bytes"
 	"context"
 	"image"
-	"image/jpeg"
-	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -210,23 +207,6 @@ func TestScreenshotColours(t *testing.T) {
 			}
 		}
 	}
-	decode := func(t *testing.T, b []byte, info *api.ScreenshotInfo) image.Image {
-		t.Helper()
-		var img image.Image
-		var err error
-		if info.Format == api.FormatJPEG {
-			img, err = jpeg.Decode(bytes.NewReader(b))
-		} else {
-			img, err = png.Decode(bytes.NewReader(b))
-		}
-		if err != nil {
-			t.Fatalf("decode %s: %v", info.Format, err)
-		}
-		if img.Bounds().Dx() != info.Width || img.Bounds().Dy() != info.Height {
-			t.Fatalf("image is %v, info says %dx%d", img.Bounds(), info.Width, info.Height)
-		}
-		return img
-	}
 	for _, tc := range []struct {
 		format string
 		tol    int
@@ -236,7 +216,7 @@ func TestScreenshotColours(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			check(t, decode(t, b, info), win.Bounds.X, win.Bounds.Y, tc.tol)
+			check(t, decodeShot(t, b, info), win.Bounds.X, win.Bounds.Y, tc.tol)
 		})
 		t.Run(tc.format+" window", func(t *testing.T) {
 			b, info, err := c.Screenshot(ctx, api.ScreenshotRequest{Format: tc.format, WindowID: win.WindowID, Quality: 90})
@@ -246,7 +226,7 @@ func TestScreenshotColours(t *testing.T) {
 			if info.Bounds != win.Bounds || info.Width != 200 {
 				t.Fatalf("window screenshot info %+v, window %+v", info, win)
 			}
-			check(t, decode(t, b, info), 0, 0, tc.tol)
+			check(t, decodeShot(t, b, info), 0, 0, tc.tol)
 		})
 	}
 
@@ -267,7 +247,7 @@ func TestScreenshotColours(t *testing.T) {
 			if err != nil {
 				return false
 			}
-			img := decode(t, b, info)
+			img := decodeShot(t, b, info)
 			r, g, bl, _ := img.At(win.Bounds.X+50, win.Bounds.Y+50).RGBA()
 			return r == 0 && g == 0 && bl == 0
 		})
@@ -276,7 +256,7 @@ func TestScreenshotColours(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		check(t, decode(t, b, info), 0, 0, 0)
+		check(t, decodeShot(t, b, info), 0, 0, 0)
 	})
 }
 
