@@ -129,12 +129,16 @@ const bombPidsMax = 64
 // pids.max is bombPidsMax and refuses to fork otherwise (exit 99). Its
 // shells, and the sleep its leader becomes, carry marker (a fraction of a
 // second, which sleep adds to its 600) in their command line.
+//
+// The first shell forks once, before the bomb grows, then becomes the
+// sleep: dash gives up on a refused fork of its own, and the process the
+// test ends must outlive the bomb's burning out.
 func bombScript(marker string) string {
 	return fmt.Sprintf(`: %s
 p=$(sed -n 's/^[0-9]*:pids:\(.*\)$/\1/p' /proc/self/cgroup)
 if [ -n "$p" ]; then f=/sys/fs/cgroup/pids$p/pids.max; else f=/sys/fs/cgroup$(sed -n 's/^0::\(.*\)$/\1/p' /proc/self/cgroup)/pids.max; fi
 [ "$(cat "$f" 2>/dev/null)" = %d ] || { echo "refusing to fork: $f is not %[2]d" >&2; exit 99; }
-b(){ b|b& }; b; exec sleep 600 %[1]s`, marker, bombPidsMax)
+b(){ b|b& }; (b) & exec sleep 600 %[1]s`, marker, bombPidsMax)
 }
 
 // TestForkBombStaysInItsCgroup runs a fork bomb through the daemon, only
