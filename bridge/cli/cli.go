@@ -9,6 +9,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -194,4 +195,15 @@ func flagExit(err error) int {
 		return ExitOK
 	}
 	return ExitUsage
+}
+
+// printJSON writes v as indented JSON, the --json form of a listing;
+// what names the listing in the error of a failed write.
+func (env Env) printJSON(what string, v any) int {
+	enc := json.NewEncoder(env.Stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return env.fail(ExitFailure, api.Errorf(api.KindIO, "%s: %w", what, err))
+	}
+	return ExitOK
 }

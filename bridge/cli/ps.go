@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -38,12 +37,7 @@ func (env Env) runPs(ctx context.Context, args []string) int {
 		if list == nil {
 			list = []api.ProcessInfo{}
 		}
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(list); err != nil {
-			return env.fail(ExitFailure, api.Errorf(api.KindIO, "ps: %w", err))
-		}
-		return ExitOK
+		return env.printJSON("ps", list)
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tPID\tSTATE\tSTARTED\tCOMMAND")

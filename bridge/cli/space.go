@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -182,12 +181,7 @@ func (env Env) spaceLs(ctx context.Context, args []string) int {
 	}
 	wg.Wait()
 	if *asJSON {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rows); err != nil {
-			return env.fail(ExitFailure, api.Errorf(api.KindIO, "write: %w", err))
-		}
-		return ExitOK
+		return env.printJSON("write", rows)
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tURL\tONLINE\tVERSION")
