@@ -17,15 +17,10 @@ import (
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
+// waitFor polls ok until it holds, failing the test after 30 s.
 func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 30s for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	desktoptest.EventuallyWithin(t, what, 30*time.Second, ok)
 }
 
 // TestLaunchedAppIsAProcess: launch_app starts the app through the process
