@@ -10,14 +10,18 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/trycua/cua-spacesd/internal/mcptest"
+	"github.com/trycua/cua-spacesd/internal/nstest"
 	"github.com/trycua/cua-spacesd/internal/spacetools"
 	"github.com/trycua/cua-spacesd/spacesd/mcpsvc"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
-// TestMain lets the test binary be the MCP server a Space declares.
+// TestMain lets the test binary be the MCP server a Space declares, and
+// runs the tests in namespaces of their own: their X servers and ports
+// cannot meet another test run's on the same machine.
 func TestMain(m *testing.M) {
 	mcptest.Main()
+	nstest.Main("bridge/mcp")
 	os.Exit(m.Run())
 }
 

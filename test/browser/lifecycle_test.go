@@ -20,6 +20,7 @@ import (
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
+	"github.com/trycua/cua-spacesd/internal/nstest"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -227,7 +228,7 @@ func TestViewerReconnectsAfterRestart(t *testing.T) {
 // page (every packet between the page and the daemon is lost), and comes
 // back; the page notices, says so, and reconnects by itself.
 func TestViewerReconnectsAfterNetworkDrop(t *testing.T) {
-	if os.Getenv(envNetns) == "" {
+	if !nstest.Inside() {
 		t.Skip("needs the tests' own network namespace, whose lo it takes down")
 	}
 	e := start(t, "640x480")
@@ -235,12 +236,12 @@ func TestViewerReconnectsAfterNetworkDrop(t *testing.T) {
 	p := e.b.newPage(t, 800, 600, 1)
 	p.connect(ep.ViewerURL)
 
-	if err := setLoopback(false); err != nil {
+	if err := nstest.SetLoopback(false); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = setLoopback(true) })
+	t.Cleanup(func() { _ = nstest.SetLoopback(true) })
 	p.waitFor("the viewer reconnecting", `document.body.dataset.state === 'reconnecting'`)
-	if err := setLoopback(true); err != nil {
+	if err := nstest.SetLoopback(true); err != nil {
 		t.Fatal(err)
 	}
 	p.waitFor("the viewer connected again", `document.body.dataset.state === 'connected' && window.__test.pcs.length > 1`)

@@ -1,0 +1,15 @@
+package desktop_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/trycua/cua-spacesd/internal/nstest"
+)
+
+// TestMain runs the tests in namespaces of their own: their X servers and
+// ports cannot meet another test run's on the same machine.
+func TestMain(m *testing.M) {
+	nstest.Main("capabilities/desktop")
+	os.Exit(m.Run())
+}

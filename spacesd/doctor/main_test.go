@@ -1,0 +1,15 @@
+package doctor_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/trycua/cua-spacesd/internal/nstest"
+)
+
+// TestMain runs the tests in namespaces of their own: their X servers and
+// ports cannot meet another test run's on the same machine.
+func TestMain(m *testing.M) {
+	nstest.Main("spacesd/doctor")
+	os.Exit(m.Run())
+}
