@@ -7,7 +7,7 @@ BINARIES := cua-spacesd cua-bridge
 # skipped and why (a machine without Xvfb skips the desktop tests).
 GOTEST   ?= GO=$(GO) $(GO) run ./scripts/gotest -race -count=1 -timeout 20m
 
-.PHONY: build test run bench cross lint fuzz clean
+.PHONY: build test test-release run bench cross lint fuzz clean
 
 # cua-spacesd streams the desktop with libvpx (cgo). With a C compiler and
 # Debian's libvpx-dev (which ships libvpx.a) it is linked statically, so the
@@ -30,6 +30,12 @@ endif
 test: lint build cross
 	$(GOTEST) ./...
 	sh test/node/run.sh
+
+# test-release: make release twice, the second time from another directory
+# with an empty build cache, and compare (packaging/release_test.go). Apart
+# from make test because it takes minutes; .ci/run runs both.
+test-release:
+	CUA_TEST_RELEASE=1 $(GOTEST) -run '^TestRelease$$' ./packaging
 
 # run: a local Space (cua-spacesd on loopback, fresh token) and the bridge
 # serving MCP over streamable HTTP, registered in a throwaway CUA_HOME.
