@@ -387,7 +387,13 @@ func (s *Server) wrap(rt Route) http.Handler {
 				return
 			}
 			gen := caller.Generation
-			promoteConn(r.Context())
+			if caller.Ticket == nil {
+				// Only the token makes a connection durable. A ticket's
+				// stays anonymous (evictable, quick to idle out) once its
+				// request ends: a view link, which may reach anyone, must
+				// not hold connection slots the token's holder needs.
+				promoteConn(r.Context())
+			}
 			ctx, release := s.auth.Session(withCaller(r.Context(), caller), gen)
 			defer release(nil)
 			defer rec.stopStream()
