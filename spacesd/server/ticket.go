@@ -53,6 +53,12 @@ const maxTicketBytes = 1024
 // key is no hash anyone sends.
 const ticketKeyLabel = "cua-spacesd ticket key v1"
 
+// maxRetiredTicketKeys is how many rotations back a ticket is still told
+// as one of an old token ("minted before the token was rotated") rather
+// than as a forgery. A key is 32 bytes; an old token's key verifies
+// nothing else.
+const maxRetiredTicketKeys = 8
+
 type ticketWire struct {
 	Ticket
 	Exp int64 `json:"e"`
@@ -91,6 +97,9 @@ func IsTicket(bearer string) bool { return strings.HasPrefix(bearer, ticketPrefi
 var errBadTicket = api.Errorf(api.KindUnauthenticated, "the ticket is malformed or its signature does not match").
 	WithHint("mint a new ticket with the Space's token (POST /v1/stream/tickets)")
 
+var errRotatedTicket = api.Errorf(api.KindUnauthenticated, "the ticket was minted before the token was rotated").
+	WithHint("mint a new ticket with the current token")
+
 // VerifyTicket checks a presented ticket's signature, expiry and token
 // epoch at now.
 func (a *Auth) VerifyTicket(s string, now time.Time) (Ticket, error) {
@@ -114,11 +123,17 @@ func (a *Auth) verifyTicket(s string, now time.Time) (Ticket, uint64, error) {
 		return Ticket{}, 0, errBadTicket
 	}
 	a.mu.Lock()
-	key, epoch, gen := a.ticketKey(), a.epoch, a.generation
+	key, epoch, gen, retired := a.ticketKey(), a.epoch, a.generation, a.retired
 	a.mu.Unlock()
 	// The signature first: nothing of an unsigned payload is believed.
 	if !hmac.Equal(got, sign(key, p)) {
 		// A ticket of an old token fails here: the key changed with it.
+		// One that an old key of this process signed says so.
+		for _, old := range retired {
+			if hmac.Equal(got, sign(old, p)) {
+				return Ticket{}, 0, errRotatedTicket
+			}
+		}
 		return Ticket{}, 0, errBadTicket
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(p)
@@ -133,8 +148,7 @@ func (a *Auth) verifyTicket(s string, now time.Time) (Ticket, uint64, error) {
 	t.Expires = time.Unix(w.Exp, 0)
 	if t.Epoch != epoch {
 		// The same token put back after a rotation: its old tickets stay dead.
-		return Ticket{}, 0, api.Errorf(api.KindUnauthenticated, "the ticket was minted before the token was rotated").
-			WithHint("mint a new ticket with the current token")
+		return Ticket{}, 0, errRotatedTicket
 	}
 	if !now.Before(t.Expires) {
 		return Ticket{}, 0, api.Errorf(api.KindUnauthenticated, "the ticket expired at %s", t.Expires.UTC().Format(time.RFC3339)).
