@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -35,7 +36,16 @@ type Ticket struct {
 	// rotation kills it, even one back to the same token, while a
 	// restart of the daemon with the same token does not.
 	Epoch int64 `json:"g"`
+	// ID names the grant: MintTicket draws one unless it is given, and a
+	// renewal carries the ID of the ticket it renews, so that what a
+	// ticket may hold (its viewers, its sessions) is the same for the
+	// ticket and all its renewals.
+	ID string `json:"i,omitempty"`
 }
+
+// ticketIDBytes is the size of a drawn Ticket.ID: unguessable, though a
+// ticket's ID is no secret (its payload is readable by its holder).
+const ticketIDBytes = 12
 
 // TicketScopeStream is the scope of media tickets (desktop and window streams).
 const TicketScopeStream = "stream"
@@ -73,6 +83,11 @@ func (a *Auth) ticketKey() []byte {
 
 // MintTicket signs t under the current token; its Epoch is set here.
 func (a *Auth) MintTicket(t Ticket) (string, error) {
+	if t.ID == "" {
+		b := make([]byte, ticketIDBytes)
+		_, _ = rand.Read(b) // never fails (crypto/rand)
+		t.ID = base64.RawURLEncoding.EncodeToString(b)
+	}
 	a.mu.Lock()
 	t.Epoch = a.epoch
 	key := a.ticketKey()
@@ -146,6 +161,11 @@ func (a *Auth) verifyTicket(s string, now time.Time) (Ticket, uint64, error) {
 	}
 	t := w.Ticket
 	t.Expires = time.Unix(w.Exp, 0)
+	if t.ID == "" {
+		// Minted by a daemon from before IDs: its signed payload names it.
+		sum := sha256.Sum256([]byte(p))
+		t.ID = base64.RawURLEncoding.EncodeToString(sum[:ticketIDBytes])
+	}
 	if t.Epoch != epoch {
 		// The same token put back after a rotation: its old tickets stay dead.
 		return Ticket{}, 0, errRotatedTicket
