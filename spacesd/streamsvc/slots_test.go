@@ -162,3 +162,37 @@ func TestUnconnectedViewersFreeTheirSlots(t *testing.T) {
 	// The viewer that connected before is still served.
 	watching.NextFrame(t, false, frameTimeout)
 }
+
+// A session is ended by the ticket that opened it, or by the token.
+// Before, any ticket of the same target ended it, a view-only one too,
+// if it knew the session's id. Another's session is answered 404, as one
+// that does not exist, and goes on.
+func TestOnlyItsOpenerEndsASession(t *testing.T) {
+	e := start(t, "320x240")
+	full := e.ticket(t, api.TicketRequest{}).Ticket
+	viewOnly := e.ticket(t, api.TicketRequest{ViewOnly: true}).Ticket
+	rFull, fullLoc := e.view(t, api.PathStreamScreen, full, rtctest.Options{})
+	_, viewLoc := e.view(t, api.PathStreamScreen, viewOnly, rtctest.Options{})
+	_, tokenLoc := e.view(t, api.PathStreamScreen, e.d.Token, rtctest.Options{})
+	rFull.NextFrame(t, true, frameTimeout)
+
+	del := func(what, loc, bearer string, want int) {
+		t.Helper()
+		status, err := rtctest.Delete(t.Context(), e.d.URL, loc, bearer)
+		if err != nil || status != want {
+			t.Fatalf("%s: %d, %v; want %d", what, status, err, want)
+		}
+	}
+	del("a view-only ticket's DELETE of a full ticket's session", fullLoc, viewOnly, http.StatusNotFound)
+	del("a ticket's DELETE of the token's session", tokenLoc, viewOnly, http.StatusNotFound)
+	del("a full ticket's DELETE of a view-only ticket's session", viewLoc, full, http.StatusNotFound)
+	if got := e.metric(t, streamsvc.MetricViewers); got != 3 {
+		t.Fatalf("%d viewers after refused DELETEs, want 3", got)
+	}
+	rFull.NextFrame(t, false, frameTimeout) // still served
+
+	del("the opener's DELETE", fullLoc, full, http.StatusNoContent)
+	del("the token's DELETE of a ticket's session", viewLoc, e.d.Token, http.StatusNoContent)
+	del("the token's DELETE of its own session", tokenLoc, e.d.Token, http.StatusNoContent)
+	eventually(t, "no viewer left", func() bool { return e.metric(t, streamsvc.MetricViewers) == 0 })
+}
