@@ -84,11 +84,15 @@ type Limits struct {
 	MaxScreenshotDimension int `json:"max_screenshot_dimension"`
 	MaxTypeChars           int `json:"max_type_chars"`
 	MaxClipboardBytes      int `json:"max_clipboard_bytes"`
-	// The streams' bounds: viewers of all streams at once, the longest
-	// ticket, the highest max_fps.
-	MaxStreamViewers    int `json:"max_stream_viewers"`
-	MaxTicketTTLSeconds int `json:"max_ticket_ttl_seconds"`
-	MaxStreamFPS        int `json:"max_stream_fps"`
+	// The streams' bounds: viewers of all streams at once (one of them
+	// kept for the token), viewers opened with one ticket (and its
+	// renewals) at once, the time a viewer has to connect after its
+	// answer, the longest ticket, the highest max_fps.
+	MaxStreamViewers            int `json:"max_stream_viewers"`
+	MaxStreamViewersPerTicket   int `json:"max_stream_viewers_per_ticket"`
+	StreamConnectTimeoutSeconds int `json:"stream_connect_timeout_seconds"`
+	MaxTicketTTLSeconds         int `json:"max_ticket_ttl_seconds"`
+	MaxStreamFPS                int `json:"max_stream_fps"`
 }
 
 // Capabilities is the answer of GET /v1/capabilities.

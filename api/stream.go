@@ -47,6 +47,16 @@ const (
 	TicketRenewalInterval = time.Minute
 )
 
+// Stream slots a view link cannot hoard: at most MaxStreamViewersPerTicket
+// viewers at once are opened with one ticket and its renewals, and a
+// viewer whose peer connection (ICE and DTLS) has not connected within
+// StreamConnectTimeout of its answer is ended, freeing its slot; an
+// offer posted and left would otherwise hold it until ICE gives up.
+const (
+	MaxStreamViewersPerTicket = 4
+	StreamConnectTimeout      = 10 * time.Second
+)
+
 // Stream frame rates: the default and the highest a viewer may ask for
 // with ?max_fps=.
 const (

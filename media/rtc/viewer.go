@@ -43,6 +43,9 @@ type ViewerOptions struct {
 	MaxWidth, MaxHeight int
 	// Input receives the input and pointer messages; nil refuses them.
 	Input Input
+	// ConnectTimeout ends a viewer whose peer connection has not
+	// connected that long after its answer (0: api.StreamConnectTimeout).
+	ConnectTimeout time.Duration
 	// OnClose is called once when the viewer ends, with why.
 	OnClose func(error)
 	// Control, when set, runs on a goroutine of its own once the viewer's
@@ -72,7 +75,10 @@ type Viewer struct {
 	stop context.CancelCauseFunc
 
 	bitrate atomic.Int64 // the viewer's congestion controller's target, bit/s
-	once    sync.Once
+	// connected is set once the peer connection has connected: the
+	// connect timeout spares it from then on, whatever comes after.
+	connected atomic.Bool
+	once      sync.Once
 	// controlOnce starts opts.Control with the first control channel.
 	controlOnce sync.Once
 
@@ -119,6 +125,7 @@ func newViewer(ctx context.Context, e *Engine, p *pipeline, offer string, o View
 	pc.OnConnectionStateChange(func(s webrtc.PeerConnectionState) {
 		switch s {
 		case webrtc.PeerConnectionStateConnected:
+			v.connected.Store(true)
 			// The join's keyframe: the frames before it are of no use to
 			// this viewer.
 			p.requestKeyframe()
@@ -153,7 +160,22 @@ func newViewer(ctx context.Context, e *Engine, p *pipeline, offer string, o View
 	p.viewers[v] = struct{}{}
 	p.mu.Unlock()
 	go v.readRTCP(tr.Sender())
-	context.AfterFunc(v.ctx, func() { v.end(context.Cause(v.ctx)) })
+	// An offer posted and never connected (no ICE, or no DTLS after it)
+	// would hold its viewer's slot until pion's ICE gives up, 30 s and
+	// more; whoever posts offers in a loop would hold every slot.
+	timeout := o.ConnectTimeout
+	if timeout <= 0 {
+		timeout = api.StreamConnectTimeout
+	}
+	connectTimer := time.AfterFunc(timeout, func() {
+		if !v.connected.Load() {
+			v.end(api.Errorf(api.KindTimeout, "the viewer did not connect within %s of its answer", timeout))
+		}
+	})
+	context.AfterFunc(v.ctx, func() {
+		connectTimer.Stop()
+		v.end(context.Cause(v.ctx))
+	})
 	return v, pc.LocalDescription().SDP, nil
 }
 

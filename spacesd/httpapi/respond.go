@@ -55,6 +55,10 @@ func WriteError(w http.ResponseWriter, err error) {
 // request whose Content-Type is not the one its route takes (HTTP 415).
 var ErrUnsupportedMediaType = errors.New("unsupported media type")
 
+// ErrMethodNotAllowed is the cause of the invalid_argument error of a
+// request to a path served only with other methods (HTTP 405).
+var ErrMethodNotAllowed = errors.New("method not allowed")
+
 // StatusOf is the HTTP status an error travels with: its kind's, except for
 // the few answers HTTP has a sharper word for.
 func StatusOf(e *api.Error) int {
@@ -65,6 +69,8 @@ func StatusOf(e *api.Error) int {
 		return http.StatusRequestedRangeNotSatisfiable
 	case e.Kind == api.KindInvalidArgument && errors.Is(e, ErrUnsupportedMediaType):
 		return http.StatusUnsupportedMediaType
+	case e.Kind == api.KindInvalidArgument && errors.Is(e, ErrMethodNotAllowed):
+		return http.StatusMethodNotAllowed
 	}
 	return statusFor(e.Kind)
 }

@@ -38,7 +38,11 @@ type Auth struct {
 	// of the daemon: a token file's comes from its change time and inode,
 	// which a rotation (even back to the same token) changes and a
 	// restart does not.
-	epoch     int64
+	epoch int64
+	// retired are the ticket keys of the tokens rotated away in this
+	// process, newest first (at most maxRetiredTicketKeys): a ticket they
+	// sign is refused as one of an old token, not as a forgery.
+	retired   [][]byte
 	sessions  map[*session]struct{}
 	file      string
 	fileStamp string
@@ -185,6 +189,7 @@ func (a *Auth) Rotate(token string) { a.rotate(token, time.Now().UnixNano()) }
 
 func (a *Auth) rotate(token string, epoch int64) {
 	a.mu.Lock()
+	a.retired = append([][]byte{a.ticketKey()}, a.retired[:min(len(a.retired), maxRetiredTicketKeys-1)]...)
 	a.set(token)
 	a.generation++
 	if epoch == a.epoch {

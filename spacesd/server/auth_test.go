@@ -267,3 +267,96 @@ func TestShutdownIsTheCauseOfAStreamsEnd(t *testing.T) {
 		t.Fatalf("cause of a stream ended by the shutdown: %v, want ErrShutdown", cause)
 	}
 }
+
+// The docs promise that a ticket of a token rotated away is refused with a
+// message naming the rotation. Before, a rotation (which changes the
+// signing key) made the old ticket look forged: "malformed or its
+// signature does not match". A forgery still says that.
+func TestOldTicketNamesTheRotation(t *testing.T) {
+	d := spacesdtest.Start(t, spacesdtest.Options{}) // no display: a ticket that passes gets 501
+	mint := func() string {
+		t.Helper()
+		tk, err := d.Auth.MintTicket(server.Ticket{Scope: server.TicketScopeStream, Target: "screen", Expires: time.Now().Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tk
+	}
+	answer := func(method, path, bearer string) (int, *api.Error) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), method, d.URL+path, strings.NewReader("v=0\r\n"))
+		req.Header.Set("Content-Type", api.ContentTypeSDP)
+		req.Header.Set("Authorization", "Bearer "+bearer)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var env api.ErrorEnvelope
+		_ = json.NewDecoder(resp.Body).Decode(&env)
+		return resp.StatusCode, env.Error
+	}
+	first := mint()
+	if status, e := answer(http.MethodPost, api.PathStreamScreen, first); status == http.StatusUnauthorized {
+		t.Fatalf("a fresh ticket: %d %+v", status, e)
+	}
+	d.Auth.Rotate(spacesdtest.Token())
+	second := mint()
+	d.Auth.Rotate(spacesdtest.Token())
+	forged := first[:len(first)-3] + "AAA"
+	for _, c := range []struct {
+		what, method, path, ticket, says string
+	}{
+		{"a ticket of the token before", http.MethodPost, api.PathStreamScreen, second, "minted before the token was rotated"},
+		{"a ticket two rotations old", http.MethodPost, api.PathStreamScreen, first, "minted before the token was rotated"},
+		{"a DELETE with an old ticket", http.MethodDelete, "/v1/stream/sessions/x", first, "minted before the token was rotated"},
+		{"a forged ticket", http.MethodPost, api.PathStreamScreen, forged, "malformed or its signature does not match"},
+	} {
+		status, e := answer(c.method, c.path, c.ticket)
+		if status != http.StatusUnauthorized || e == nil || e.Kind != api.KindUnauthenticated || !strings.Contains(e.Message, c.says) {
+			t.Errorf("%s: %d %+v; want 401 unauthenticated saying %q", c.what, status, e, c.says)
+		}
+	}
+}
+
+// The viewer page and /health are public: another method than theirs
+// answers 405 with Allow, whoever asks, as for any static page. Before, it
+// fell through to the daemon's unknown-route answer and said 401.
+func TestPublicRoutesAnswerWrongMethodsWith405(t *testing.T) {
+	d := spacesdtest.Start(t, spacesdtest.Options{})
+	for _, c := range []struct{ method, path string }{
+		{http.MethodPost, api.PathViewer},
+		{http.MethodPut, api.PathViewer + "index.html"},
+		{http.MethodDelete, api.PathViewer + "a/whatever/main.js"},
+		{http.MethodPost, "/health"},
+	} {
+		for _, bearer := range []string{"", d.Token} {
+			req, _ := http.NewRequestWithContext(t.Context(), c.method, d.URL+c.path, strings.NewReader("{}"))
+			if bearer != "" {
+				req.Header.Set("Authorization", "Bearer "+bearer)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var env api.ErrorEnvelope
+			_ = json.NewDecoder(resp.Body).Decode(&env)
+			resp.Body.Close()
+			allow := resp.Header.Get("Allow")
+			if resp.StatusCode != http.StatusMethodNotAllowed || allow != "GET, HEAD" || env.Error == nil || env.Error.Kind != api.KindInvalidArgument {
+				t.Errorf("%s %s (token %v): %d, Allow %q, %+v; want 405, Allow \"GET, HEAD\", invalid_argument",
+					c.method, c.path, bearer != "", resp.StatusCode, allow, env.Error)
+			}
+		}
+	}
+	// A route that is not public keeps its 401 without the token.
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPut, d.URL+"/v1/capabilities", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("PUT /v1/capabilities without the token: %d, want 401", resp.StatusCode)
+	}
+}

@@ -16,7 +16,8 @@ import (
 // once and went quiet were all held, and at 20,000 the daemon ran out of
 // descriptors and a good client timed out.
 //
-// A connection is anonymous until one of its requests authenticates. Only
+// A connection is anonymous until one of its requests authenticates with
+// the token (a ticket's request leaves it anonymous: see Server.wrap). Only
 // anonymous ones are cheap to open for anyone who can reach the port, so
 // only they are bounded tightly: a short idle timeout, and a cap at which
 // the one idle longest is closed to make room for the newcomer. A good

@@ -263,3 +263,47 @@ func TestStreamsAreNeitherEvictedNorLeaked(t *testing.T) {
 	}
 	goleak.VerifyNone(t, baseline)
 }
+
+// Only the token makes a connection durable. Before, a connection whose
+// one request a stream ticket authorized was held as an authenticated
+// client's for good: a view link's holder (or anyone it leaked to) filled
+// every slot with keep-alive sockets and the token's holder was refused.
+// A ticket's connection stays anonymous: once its request has ended it is
+// evicted to make room, and idles out as any anonymous one.
+func TestTicketConnsStayAnonymous(t *testing.T) {
+	const tok, maxTotal = "ticket-conns-token", 8
+	auth := server.NewAuth(tok, slogDiscard())
+	ticketed := server.Route{Method: http.MethodGet, Path: "/test/ticketed", Ticket: server.TicketScopeStream,
+		Handler: func(w http.ResponseWriter, r *http.Request) {
+			if server.CallerOf(r.Context()).Ticket == nil {
+				http.Error(w, "no ticket", http.StatusTeapot)
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+		}}
+	s := serve(t, server.Config{Auth: auth,
+		Conns:    server.ConnLimits{MaxTotal: maxTotal, AnonymousIdle: time.Hour},
+		Services: []server.NewService{testService{routes: []server.Route{ticketed}}.mount}})
+	tk, err := auth.MintTicket(server.Ticket{Scope: server.TicketScopeStream, Target: "screen", ViewOnly: true, Expires: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As many keep-alive connections as the total, each with one request
+	// of the ticket, answered.
+	holders := make([]*rawConn, maxTotal)
+	for i := range holders {
+		holders[i] = dialRaw(t, s.addr)
+		holders[i].mustGet(t, "/test/ticketed", tk, http.StatusNoContent)
+	}
+	if _, anon, authn, _ := s.ConnCounts(); authn != 0 || anon > maxTotal/2 {
+		t.Fatalf("after %d ticket connections: %d anonymous, %d authenticated; want at most %d and 0", maxTotal, anon, authn, maxTotal/2)
+	}
+	// The token's holder gets through, and its connection lasts.
+	good := dialRaw(t, s.addr)
+	good.mustGet(t, "/v1/capabilities", tok, http.StatusOK)
+	good.mustGet(t, "/v1/capabilities", tok, http.StatusOK)
+	// The ticket connections opened first made room for the later ones.
+	if !holders[0].closedByServer(t) {
+		t.Fatal("the oldest idle ticket connection was held past the anonymous cap")
+	}
+}

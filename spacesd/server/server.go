@@ -82,6 +82,9 @@ type Server struct {
 	mux      *http.ServeMux
 	services []Service
 	conns    *connTracker
+	// public holds the paths of the public routes, whatever the method,
+	// and the methods each is served with (see methodNotAllowed).
+	public *http.ServeMux
 
 	probes map[api.Feature]Probe
 
@@ -146,6 +149,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.routes = append(s.routes, svc.Routes()...)
 	}
+	s.public = publicPaths(s.routes)
 	seen := map[string]bool{}
 	for _, rt := range s.routes {
 		pattern := rt.Method + " " + rt.Path
@@ -163,6 +167,12 @@ func New(cfg Config) (*Server, error) {
 			httpapi.WriteError(w, err)
 			return
 		}
+		if h, pattern := s.public.Handler(r); pattern != "" {
+			// A public page asked with another method: 405, as any
+			// static page answers, not a 401 for a page that needs none.
+			h.ServeHTTP(w, r)
+			return
+		}
 		if _, ok := s.authenticate(r, false); !ok {
 			s.failedAuth(r.Context())
 			httpapi.WriteError(w, errUnauthenticated)
@@ -172,6 +182,36 @@ func New(cfg Config) (*Server, error) {
 		httpapi.WriteError(w, api.Errorf(api.KindNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
 	return s, nil
+}
+
+// publicPaths routes the paths of the public routes, with any method, to
+// an answer of 405 with the methods they are served with: a request that
+// reaches it matched none of them.
+func publicPaths(routes []Route) *http.ServeMux {
+	methods := map[string][]string{}
+	var paths []string
+	for _, rt := range routes {
+		if !rt.Public {
+			continue
+		}
+		if methods[rt.Path] == nil {
+			paths = append(paths, rt.Path)
+		}
+		methods[rt.Path] = append(methods[rt.Path], rt.Method)
+		if rt.Method == http.MethodGet {
+			methods[rt.Path] = append(methods[rt.Path], http.MethodHead) // net/http serves HEAD with GET
+		}
+	}
+	mux := http.NewServeMux()
+	for _, p := range paths {
+		allow := strings.Join(methods[p], ", ")
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			httpapi.WriteError(w, api.Errorf(api.KindInvalidArgument, "%s %s: this path is served with %s only", r.Method, r.URL.Path, allow).
+				WithCause(httpapi.ErrMethodNotAllowed))
+		})
+	}
+	return mux
 }
 
 // closeServices is the hard stop of every service, in reverse order: a
@@ -387,7 +427,13 @@ func (s *Server) wrap(rt Route) http.Handler {
 				return
 			}
 			gen := caller.Generation
-			promoteConn(r.Context())
+			if caller.Ticket == nil {
+				// Only the token makes a connection durable. A ticket's
+				// stays anonymous (evictable, quick to idle out) once its
+				// request ends: a view link, which may reach anyone, must
+				// not hold connection slots the token's holder needs.
+				promoteConn(r.Context())
+			}
 			ctx, release := s.auth.Session(withCaller(r.Context(), caller), gen)
 			defer release(nil)
 			defer rec.stopStream()

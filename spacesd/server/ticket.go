@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -35,7 +36,16 @@ type Ticket struct {
 	// rotation kills it, even one back to the same token, while a
 	// restart of the daemon with the same token does not.
 	Epoch int64 `json:"g"`
+	// ID names the grant: MintTicket draws one unless it is given, and a
+	// renewal carries the ID of the ticket it renews, so that what a
+	// ticket may hold (its viewers, its sessions) is the same for the
+	// ticket and all its renewals.
+	ID string `json:"i,omitempty"`
 }
+
+// ticketIDBytes is the size of a drawn Ticket.ID: unguessable, though a
+// ticket's ID is no secret (its payload is readable by its holder).
+const ticketIDBytes = 12
 
 // TicketScopeStream is the scope of media tickets (desktop and window streams).
 const TicketScopeStream = "stream"
@@ -53,6 +63,12 @@ const maxTicketBytes = 1024
 // key is no hash anyone sends.
 const ticketKeyLabel = "cua-spacesd ticket key v1"
 
+// maxRetiredTicketKeys is how many rotations back a ticket is still told
+// as one of an old token ("minted before the token was rotated") rather
+// than as a forgery. A key is 32 bytes; an old token's key verifies
+// nothing else.
+const maxRetiredTicketKeys = 8
+
 type ticketWire struct {
 	Ticket
 	Exp int64 `json:"e"`
@@ -67,6 +83,11 @@ func (a *Auth) ticketKey() []byte {
 
 // MintTicket signs t under the current token; its Epoch is set here.
 func (a *Auth) MintTicket(t Ticket) (string, error) {
+	if t.ID == "" {
+		b := make([]byte, ticketIDBytes)
+		_, _ = rand.Read(b) // never fails (crypto/rand)
+		t.ID = base64.RawURLEncoding.EncodeToString(b)
+	}
 	a.mu.Lock()
 	t.Epoch = a.epoch
 	key := a.ticketKey()
@@ -91,6 +112,9 @@ func IsTicket(bearer string) bool { return strings.HasPrefix(bearer, ticketPrefi
 var errBadTicket = api.Errorf(api.KindUnauthenticated, "the ticket is malformed or its signature does not match").
 	WithHint("mint a new ticket with the Space's token (POST /v1/stream/tickets)")
 
+var errRotatedTicket = api.Errorf(api.KindUnauthenticated, "the ticket was minted before the token was rotated").
+	WithHint("mint a new ticket with the current token")
+
 // VerifyTicket checks a presented ticket's signature, expiry and token
 // epoch at now.
 func (a *Auth) VerifyTicket(s string, now time.Time) (Ticket, error) {
@@ -114,11 +138,17 @@ func (a *Auth) verifyTicket(s string, now time.Time) (Ticket, uint64, error) {
 		return Ticket{}, 0, errBadTicket
 	}
 	a.mu.Lock()
-	key, epoch, gen := a.ticketKey(), a.epoch, a.generation
+	key, epoch, gen, retired := a.ticketKey(), a.epoch, a.generation, a.retired
 	a.mu.Unlock()
 	// The signature first: nothing of an unsigned payload is believed.
 	if !hmac.Equal(got, sign(key, p)) {
 		// A ticket of an old token fails here: the key changed with it.
+		// One that an old key of this process signed says so.
+		for _, old := range retired {
+			if hmac.Equal(got, sign(old, p)) {
+				return Ticket{}, 0, errRotatedTicket
+			}
+		}
 		return Ticket{}, 0, errBadTicket
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(p)
@@ -131,10 +161,14 @@ func (a *Auth) verifyTicket(s string, now time.Time) (Ticket, uint64, error) {
 	}
 	t := w.Ticket
 	t.Expires = time.Unix(w.Exp, 0)
+	if t.ID == "" {
+		// Minted by a daemon from before IDs: its signed payload names it.
+		sum := sha256.Sum256([]byte(p))
+		t.ID = base64.RawURLEncoding.EncodeToString(sum[:ticketIDBytes])
+	}
 	if t.Epoch != epoch {
 		// The same token put back after a rotation: its old tickets stay dead.
-		return Ticket{}, 0, api.Errorf(api.KindUnauthenticated, "the ticket was minted before the token was rotated").
-			WithHint("mint a new ticket with the current token")
+		return Ticket{}, 0, errRotatedTicket
 	}
 	if !now.Before(t.Expires) {
 		return Ticket{}, 0, api.Errorf(api.KindUnauthenticated, "the ticket expired at %s", t.Expires.UTC().Format(time.RFC3339)).

@@ -32,6 +32,27 @@ func TestTickets(t *testing.T) {
 	if got.Scope != claims.Scope || got.Target != claims.Target || !got.ViewOnly || got.Expires.Unix() != claims.Expires.Unix() {
 		t.Fatalf("claims %+v, want %+v", got, claims)
 	}
+	// Each mint draws an ID, unless it is given (a renewal keeps its ticket's).
+	idOf := func(c server.Ticket) string {
+		t.Helper()
+		tk, err := a.MintTicket(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := a.VerifyTicket(tk, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.ID
+	}
+	if second := idOf(claims); got.ID == "" || second == got.ID {
+		t.Fatalf("IDs %q and %q: want two different ones", got.ID, second)
+	}
+	renewal := claims
+	renewal.ID = got.ID
+	if id := idOf(renewal); id != got.ID {
+		t.Fatalf("a ticket minted with the ID %q carries %q", got.ID, id)
+	}
 	refused := func(what, ticket string, at time.Time) {
 		t.Helper()
 		if _, err := a.VerifyTicket(ticket, at); api.KindOf(err) != api.KindUnauthenticated {

@@ -45,7 +45,9 @@ func (s *Service) renew(ctx context.Context, t server.Ticket, send func(api.View
 		if t.Expires.After(exp) {
 			exp = t.Expires
 		}
-		tk, err := s.host.MintTicket(server.Ticket{Scope: t.Scope, Target: t.Target, ViewOnly: t.ViewOnly, Expires: exp})
+		// The renewal keeps the ticket's ID: its viewers and sessions are
+		// the ticket's (see Service.admit, deleteSession).
+		tk, err := s.host.MintTicket(server.Ticket{Scope: t.Scope, Target: t.Target, ViewOnly: t.ViewOnly, Expires: exp, ID: t.ID})
 		if err == nil {
 			exp = exp.UTC()
 			err = send(api.ViewerControl{Type: api.ControlTicket, Ticket: tk, ExpiresAt: &exp})

@@ -79,6 +79,10 @@ func TestCursorAndTicketRenewal(t *testing.T) {
 	if err != nil || renewed.Target != "screen" || !renewed.ViewOnly {
 		t.Fatalf("renewal %+v, %v: want a view-only ticket of the screen", renewed, err)
 	}
+	// The renewal is the same grant: its viewers count as the ticket's.
+	if orig, err := e.auth.VerifyTicket(tk.Ticket, time.Now()); err != nil || renewed.ID != orig.ID {
+		t.Fatalf("renewal's ID %q, the ticket's %q (%v): want the same", renewed.ID, orig.ID, err)
+	}
 	// Wait out the ticket the viewer came with.
 	time.Sleep(time.Until(tk.ExpiresAt.Add(time.Second)))
 	again := rtctest.New(t, rtctest.Options{})

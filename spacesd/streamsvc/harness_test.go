@@ -26,6 +26,7 @@ type env struct {
 	display string
 	d       *spacesdtest.Daemon
 	auth    *server.Auth
+	logs    *spacesdtest.Logs // nil unless the test keeps the daemon's log
 }
 
 // start runs a display of size and a daemon on it whose token can rotate.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
@@ -64,6 +65,15 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32)
 			return
 		}
 	}
+	release, err := s.admit(caller.Ticket)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	ticketID := ""
+	if caller.Ticket != nil {
+		ticketID = caller.Ticket.ID
+	}
 	id := newSessionID()
 	// The viewer outlives this request: its context hangs off the
 	// service's, and ends when the token it came with is rotated.
@@ -74,11 +84,15 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32)
 	}
 	v, answer, err := s.engine.Join(ctx, rtc.Target{Key: target, Open: s.opener(windowID)}, string(offer), rtc.ViewerOptions{
 		ViewOnly: viewOnly, MaxFPS: so.MaxFPS, MaxWidth: so.MaxWidth, MaxHeight: so.MaxHeight, Input: input,
-		Control: s.control(windowID, caller.Ticket),
+		Control: s.control(windowID, caller.Ticket), ConnectTimeout: s.connectTimeout,
 		OnClose: func(cause error) {
 			s.mu.Lock()
 			delete(s.sessions, id)
 			s.mu.Unlock()
+			release()
+			if api.KindOf(cause) == api.KindTimeout {
+				s.log.Info("stream viewer ended: it never connected", "stream", target, "err", cause)
+			}
 			if errors.Is(cause, server.ErrTokenRotated) {
 				s.log.Info("stream viewer ended: the token was rotated", "stream", target)
 			}
@@ -86,6 +100,7 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32)
 		},
 	})
 	if err != nil {
+		release()
 		end(err)
 		httpapi.WriteError(w, err)
 		return
@@ -94,13 +109,45 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32)
 	select {
 	case <-v.Done(): // ended already (OnClose ran)
 	default:
-		s.sessions[id] = session{viewer: v, target: target}
+		s.sessions[id] = session{viewer: v, target: target, ticket: ticketID}
 	}
 	s.mu.Unlock()
 	w.Header().Set("Location", strings.Replace(api.PathStreamSession, "{id}", id, 1))
 	w.Header().Set("Content-Type", api.ContentTypeSDP)
 	w.WriteHeader(http.StatusCreated)
 	_, _ = io.WriteString(w, answer)
+}
+
+// admit takes a viewer's slot for a ticket's offer: at most
+// api.MaxStreamViewersPerTicket for the ticket and its renewals, and none
+// of the TokenReservedViewers kept for the token. The token's offers take
+// any slot (the engine bounds them all, rtc.MaxViewers). release gives
+// the slot back, once, when the viewer ends or never joins.
+func (s *Service) admit(t *server.Ticket) (release func(), err error) {
+	if t == nil {
+		return func() {}, nil
+	}
+	id := t.ID
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.perTicket[id] >= api.MaxStreamViewersPerTicket {
+		return nil, api.Errorf(api.KindLimitExceeded, "this ticket has %d viewers open, the most one ticket (with its renewals) opens at once", api.MaxStreamViewersPerTicket).
+			WithHint("close a viewer of this ticket (DELETE its session), or mint another ticket")
+	}
+	if most := rtc.MaxViewers - TokenReservedViewers; s.ticketViewers >= most {
+		return nil, api.Errorf(api.KindLimitExceeded, "%d viewers opened with tickets are watching, the most tickets may open (the daemon's last %d of %d slots are kept for its token)",
+			most, TokenReservedViewers, rtc.MaxViewers).WithHint("wait for a viewer to leave, then retry")
+	}
+	s.perTicket[id]++
+	s.ticketViewers++
+	return sync.OnceFunc(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.ticketViewers--
+		if s.perTicket[id]--; s.perTicket[id] == 0 {
+			delete(s.perTicket, id)
+		}
+	}), nil
 }
 
 // opener makes the capture source of a target when its first viewer joins.

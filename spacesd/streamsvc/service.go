@@ -6,8 +6,10 @@
 package streamsvc
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -36,7 +38,15 @@ type Options struct {
 	ICETCPAddr string
 	// NAT1To1IPs are the public addresses of a guest behind a 1:1 NAT.
 	NAT1To1IPs []string
+	// ConnectTimeout ends a viewer that has not connected that long
+	// after its answer (0: api.StreamConnectTimeout); tests shorten it.
+	ConnectTimeout time.Duration
 }
+
+// TokenReservedViewers of the daemon's rtc.MaxViewers are kept for the
+// token: viewers opened with tickets take the others, so that a view
+// link, whoever holds it, never locks the token's holder out.
+const TokenReservedViewers = 1
 
 // Metrics of the stream service.
 const (
@@ -72,13 +82,22 @@ type Service struct {
 	base context.Context // ends at Close: every viewer's sessions hang off it
 	stop context.CancelFunc
 
+	connectTimeout time.Duration
+
 	mu       sync.Mutex
 	sessions map[string]session
+	// ticketViewers counts the viewers opened (or opening) with a
+	// ticket, perTicket the same by ticket ID (see admit).
+	ticketViewers int
+	perTicket     map[string]int
 }
 
 type session struct {
 	viewer *rtc.Viewer
 	target string
+	// ticket is the ID of the ticket that opened the session ("": the
+	// token): only it (or a renewal of it) or the token ends the session.
+	ticket string
 }
 
 // New returns the stream service over d (which the desktop service owns).
@@ -87,7 +106,8 @@ type session struct {
 func New(d *desktop.Desktop, o Options) server.NewService {
 	return func(h server.Host) (server.Service, error) {
 		s := &Service{host: h, d: d, log: h.Log.With("service", "stream"), sessions: map[string]session{},
-			captures: h.Metrics.Counter(MetricCaptures), page: viewer.New()}
+			perTicket: map[string]int{}, captures: h.Metrics.Counter(MetricCaptures), page: viewer.New(),
+			connectTimeout: cmp.Or(o.ConnectTimeout, api.StreamConnectTimeout)}
 		s.base, s.stop = context.WithCancel(context.Background())
 		h.Metrics.Gauge(MetricStreams, func() float64 { return float64(s.streams()) })
 		h.Metrics.Gauge(MetricSources, func() float64 { return float64(s.sources()) })
@@ -193,6 +213,8 @@ func (s *Service) Features() map[api.Feature]server.Probe {
 // Limits of the streams.
 func (s *Service) Limits(l *api.Limits) {
 	l.MaxStreamViewers = rtc.MaxViewers
+	l.MaxStreamViewersPerTicket = api.MaxStreamViewersPerTicket
+	l.StreamConnectTimeoutSeconds = int(math.Ceil(s.connectTimeout.Seconds()))
 	l.MaxTicketTTLSeconds = api.MaxTicketTTLSeconds
 	l.MaxStreamFPS = api.MaxStreamFPS
 }

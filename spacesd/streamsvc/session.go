@@ -8,19 +8,21 @@ import (
 	"github.com/trycua/cua-spacesd/spacesd/server"
 )
 
-// deleteSession ends a viewer (WHEP's DELETE of the Location). A ticket
-// ends only sessions of its own target.
+// deleteSession ends a viewer (WHEP's DELETE of the Location). The token
+// ends any session; a ticket only the sessions it opened (itself or a
+// renewal of it, which carries its ID). Another's session is answered as
+// one that does not exist: a ticket learns nothing of sessions not its own.
 func (s *Service) deleteSession(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	s.mu.Lock()
 	sess, ok := s.sessions[id]
 	s.mu.Unlock()
-	if !ok {
-		httpapi.WriteError(w, api.Errorf(api.KindNotFound, "no stream session %q: it ended, or never was", id))
-		return
+	if t := server.CallerOf(r.Context()).Ticket; ok && t != nil && t.ID != sess.ticket {
+		ok = false
 	}
-	if t := server.CallerOf(r.Context()).Ticket; t != nil && t.Target != sess.target {
-		httpapi.WriteError(w, api.Errorf(api.KindForbidden, "the ticket is for the stream of %s, not of %s", t.Target, sess.target))
+	if !ok {
+		httpapi.WriteError(w, api.Errorf(api.KindNotFound, "no stream session %q of this caller: it ended, never was, or was opened by another ticket or the token", id).
+			WithHint("a ticket ends only the sessions it opened; the token ends any"))
 		return
 	}
 	sess.viewer.Close()
