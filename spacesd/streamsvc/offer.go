@@ -34,16 +34,13 @@ func (s *Service) offerWindow(w http.ResponseWriter, r *http.Request) {
 // Location of the session, which a DELETE ends.
 func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32) {
 	caller := server.CallerOf(r.Context())
-	target := targetName(windowID)
-	viewOnly := false
-	if t := caller.Ticket; t != nil {
-		if t.Target != target {
-			httpapi.WriteError(w, api.Errorf(api.KindForbidden, "the ticket opens the stream of %s, not of %s", t.Target, target).
-				WithHint("mint a ticket for this target (POST /v1/stream/tickets)"))
-			return
-		}
-		viewOnly = t.ViewOnly
+	tg, err := s.target(r.Context(), windowID, caller.Ticket) // target.go
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
 	}
+	target := tg.name
+	viewOnly := caller.Ticket != nil && caller.Ticket.ViewOnly
 	so, err := api.ParseStreamQuery(r.URL.Query())
 	if err != nil {
 		httpapi.WriteError(w, err)
@@ -58,16 +55,11 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32)
 		httpapi.WriteError(w, api.CapabilityMissing(api.FeatureDesktopStream, s.limitation))
 		return
 	}
-	if windowID != 0 {
-		if _, err := s.d.Window(r.Context(), windowID); err != nil {
-			httpapi.WriteError(w, err)
-			return
-		}
-	}
 	id := newSessionID()
 	// The viewer outlives this request: its context hangs off the
 	// service's, and ends when the token it came with is rotated.
 	ctx, end := s.host.Session(s.base, caller.Generation)
+	ctx = untilGone(ctx, tg) // a window stream ends with its window
 	var input rtc.Input
 	if !viewOnly {
 		input = &viewerInput{d: s.d, held: s.d.NewHeld(), windowID: windowID}

@@ -228,11 +228,3 @@ func (s *Service) viewers() int {
 	}
 	return s.engine.Viewers()
 }
-
-// targetName names a stream target in tickets and pipelines.
-func targetName(windowID uint32) string {
-	if windowID == 0 {
-		return "screen"
-	}
-	return "window:" + strconv.FormatUint(uint64(windowID), 10)
-}
