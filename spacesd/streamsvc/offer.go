@@ -62,7 +62,7 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32)
 	ctx = untilGone(ctx, tg) // a window stream ends with its window
 	var input rtc.Input
 	if !viewOnly {
-		input = &viewerInput{d: s.d, held: s.d.NewHeld(), windowID: windowID}
+		input = s.newInput(tg)
 	}
 	v, answer, err := s.engine.Join(ctx, rtc.Target{Key: target, Open: s.opener(windowID)}, string(offer), rtc.ViewerOptions{
 		ViewOnly: viewOnly, MaxFPS: so.MaxFPS, MaxWidth: so.MaxWidth, MaxHeight: so.MaxHeight, Input: input,

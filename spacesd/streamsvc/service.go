@@ -92,6 +92,8 @@ func New(d *desktop.Desktop, o Options) server.NewService {
 		h.Metrics.Gauge(MetricStreams, func() float64 { return float64(s.streams()) })
 		h.Metrics.Gauge(MetricSources, func() float64 { return float64(s.sources()) })
 		h.Metrics.Gauge(MetricViewers, func() float64 { return float64(s.viewers()) })
+		h.Metrics.Counter(MetricPointerDropped) // listed from the start, at zero
+		h.Metrics.Counter(MetricKeysDropped)
 		if !vp8.Available {
 			s.limitation = vp8.Limitation
 			return s, nil
