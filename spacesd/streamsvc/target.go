@@ -76,7 +76,7 @@ func (s *Service) target(ctx context.Context, windowID uint32, t *server.Ticket)
 	}
 	if t != nil && ref.Gen != gen {
 		return streamTarget{}, api.Errorf(api.KindNotFound,
-			"the ticket's window %d was closed; window %d now is another window, which the ticket does not open", windowID, windowID).
+			"the ticket's window %d was closed (or the daemon restarted since the ticket was minted): the id may name another window now, which the ticket does not open", windowID).
 			WithHint("ask the Space's owner for a new link (a ticket minted for the window as it is now)")
 	}
 	gone, err := s.d.WindowGone(ctx, ref)
