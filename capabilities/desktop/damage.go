@@ -74,7 +74,7 @@ func (x *xconn) trackDamage(ctx context.Context, d xproto.Drawable) (*damageTrac
 			// trackers may share it); the event loop ignores what no
 			// tracker waits for.
 			if err := xproto.ChangeWindowAttributesChecked(x.c, xproto.Window(d), xproto.CwEventMask,
-				[]uint32{xproto.EventMaskStructureNotify}).Check(); err != nil {
+				[]uint32{watchMask}).Check(); err != nil {
 				return xerr("watch the window", err)
 			}
 		}

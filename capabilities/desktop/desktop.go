@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jezek/xgb"
@@ -86,6 +87,9 @@ type Desktop struct {
 	// frames are the buffers of one-shot captures and their scaled images
 	// (every screenshot but an unscaled PNG).
 	frames bufferPool
+
+	// gens counts the generations of window ids (see WindowRef).
+	gens atomic.Uint64
 }
 
 // New returns a Desktop of the given display; it does not connect yet.
@@ -96,8 +100,10 @@ func New(opts Options) *Desktop {
 	if opts.Launcher == nil {
 		opts.Launcher = groupLauncher{}
 	}
-	return &Desktop{display: opts.Display, xauthority: opts.Xauthority, log: opts.Logger, launcher: opts.Launcher,
+	d := &Desktop{display: opts.Display, xauthority: opts.Xauthority, log: opts.Logger, launcher: opts.Launcher,
 		input: newSemaphore(), mu: newSemaphore()}
+	d.gens.Store(newGenSeed())
+	return d
 }
 
 // Display is the display this Desktop uses.
@@ -189,6 +195,8 @@ type xconn struct {
 
 	cursor cursorSubs // the watchers of the cursor's shape
 
+	watch watchedWindows // the windows whose generations it keeps (windowref.go)
+
 	dead chan struct{} // closed when the event loop sees the connection end
 
 	clip *clipboard
@@ -210,6 +218,7 @@ func dial(ctx context.Context, display, xauthority string, logger *slog.Logger) 
 		dead:      make(chan struct{}),
 
 		damageSubs: map[damage.Damage]*damageTracker{},
+		watch:      watchedWindows{m: map[xproto.Window]*watched{}},
 	}
 	x.screen = xproto.Setup(c).DefaultScreen(c)
 	// The event loop starts after setup, which writes what it reads;
@@ -299,6 +308,9 @@ func (x *xconn) close() {
 // traffic) and notices the end of the connection.
 func (x *xconn) eventLoop() {
 	defer close(x.dead)
+	// Destructions are no longer seen: every generation of this
+	// connection ends (a new one starts its own).
+	defer x.watch.endAll()
 	for {
 		ev, err := x.c.WaitForEvent()
 		if ev == nil && err == nil {
@@ -327,6 +339,7 @@ func (x *xconn) eventLoop() {
 		case xproto.UnmapNotifyEvent:
 			x.onWindowGone(e.Window)
 		case xproto.DestroyNotifyEvent:
+			x.watch.forget(e.Window)
 			x.onWindowGone(e.Window)
 		}
 	}

@@ -2,6 +2,7 @@ package desktop
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 
@@ -18,6 +19,7 @@ import (
 // remain the way for agents.
 type Held struct {
 	d    *Desktop
+	sc   *scope // set for a WindowInput's: confined to its window
 	mu   sync.Mutex
 	keys []xproto.Keycode
 	btns []byte
@@ -35,16 +37,22 @@ func (h *Held) Button(ctx context.Context, button string, down bool, p api.Point
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s, err := h.d.begin(ctx)
+	s, err := h.d.begin(ctx, h.sc)
 	if err != nil {
 		return api.InputResult{}, err
 	}
 	defer s.end()
-	sx, sy, err := s.x.toScreen(ctx, p, x, y)
+	sx, sy, err := s.point(ctx, p, x, y)
 	if err != nil {
-		return api.InputResult{}, err
+		if down || !isDropped(err) || !slices.Contains(h.btns, b) {
+			return api.InputResult{}, err
+		}
+		// The release of a button this viewer holds goes out where the
+		// pointer is: it reaches the window that took the press (X's
+		// implicit grab), and a button left down would stay down.
+	} else {
+		s.move(sx, sy)
 	}
-	s.move(sx, sy)
 	if down {
 		s.fake(evButtonPress, b, 0, 0)
 		h.btns = append(h.btns, b) // before the flush: Close releases it even if the answer never comes
@@ -70,7 +78,7 @@ func (h *Held) Key(ctx context.Context, key string, down bool) (api.InputResult,
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.d.withKeyboard(ctx, func(s *session, k *keyboard, call uint64) (api.InputResult, error) {
+	return h.d.withKeyboard(ctx, h.sc, func(s *session, k *keyboard, call uint64) (api.InputResult, error) {
 		kc, _, err := k.bind(ctx, s, xproto.Keysym(combo.Key), call)
 		if err != nil {
 			return api.InputResult{}, err
@@ -84,10 +92,25 @@ func (h *Held) Key(ctx context.Context, key string, down bool) (api.InputResult,
 			if i := slices.Index(h.keys, kc); i < 0 && len(h.keys) > 0 {
 				kc = h.keys[len(h.keys)-1]
 			}
+			if h.sc != nil && !slices.Contains(h.keys, kc) {
+				// Confined: a key this viewer does not hold (its press
+				// was refused) is not released into another window.
+				return api.InputResult{Key: key}, nil
+			}
 			s.fake(evKeyRelease, byte(kc), 0, 0)
 			h.keys = removeLast(h.keys, kc)
 		}
-		return api.InputResult{Key: key}, s.flush(ctx)
+		err = s.flush(ctx)
+		if down && (isDropped(err) || api.KindOf(err) == api.KindNotFound) {
+			h.keys = removeLast(h.keys, kc)
+			if errors.Is(err, errFocusMoved) {
+				// The press went out as the focus moved: undone at once,
+				// so that the key does not stay down where it landed.
+				s.fake(evKeyRelease, byte(kc), 0, 0)
+				_ = s.flush(ctx)
+			}
+		}
+		return api.InputResult{Key: key}, err
 	})
 }
 
@@ -98,7 +121,7 @@ func (h *Held) Close(ctx context.Context) error {
 	if len(h.keys) == 0 && len(h.btns) == 0 {
 		return nil
 	}
-	s, err := h.d.begin(ctx)
+	s, err := h.d.begin(ctx, nil) // releases go wherever the keys went
 	if err != nil {
 		return err
 	}

@@ -60,6 +60,9 @@ type fakeEvent struct {
 type session struct {
 	d *Desktop
 	x *xconn
+	// scope, when set, confines the session's input to one window
+	// (confine.go).
+	scope *scope
 	held
 	// owed are releases an earlier, abandoned call could not confirm;
 	// they go out before this call's own events.
@@ -110,6 +113,11 @@ func (s *session) flush(ctx context.Context) error {
 	s.queue = nil
 	owed := s.owed
 	x := s.x
+	// A confined session's key presses go only to its window while that
+	// window has the focus: checked before they are sent and again, from
+	// the sync's answer, after (confine.go).
+	keys := s.scope != nil && pressesKey(q)
+	var refused, moved error
 	err := x.do(ctx, "send input", func() error {
 		for i := len(owed.keys) - 1; i >= 0; i-- {
 			xtest.FakeInput(x.c, evKeyRelease, byte(owed.keys[i]), 0, x.root, 0, 0, 0)
@@ -117,16 +125,33 @@ func (s *session) flush(ctx context.Context) error {
 		for i := len(owed.btns) - 1; i >= 0; i-- {
 			xtest.FakeInput(x.c, evButtonRelease, owed.btns[i], 0, x.root, 0, 0, 0)
 		}
-		for _, e := range q {
+		send := q
+		if keys {
+			if refused = x.keysAllowed(s.scope.ref); refused != nil {
+				send = nil // the owed releases still go, with the sync below
+			}
+		}
+		for _, e := range send {
 			xtest.FakeInput(x.c, e.typ, e.detail, 0, x.root, e.x, e.y, 0)
 		}
-		_, err := xproto.GetInputFocus(x.c).Reply()
-		return xerr("sync with the X server", err)
+		f, err := xproto.GetInputFocus(x.c).Reply()
+		if err != nil {
+			return xerr("sync with the X server", err)
+		}
+		if keys && refused == nil {
+			moved = x.focusStayed(s.scope.ref, f.Focus)
+		}
+		return nil
 	})
-	if err == nil {
-		s.owed = held{}
+	if err != nil {
+		return err
 	}
-	return err
+	s.owed = held{}
+	if refused != nil {
+		s.forgetPresses(q)
+		return refused
+	}
+	return moved
 }
 
 // flushIfFull sends the queue once it is long.
@@ -155,7 +180,7 @@ func (s *session) finish(ctx context.Context) error {
 
 // begin starts an input call: one at a time, so sequences never interleave.
 // A call waiting for an earlier one gives up when its own context ends.
-func (d *Desktop) begin(ctx context.Context) (*session, error) {
+func (d *Desktop) begin(ctx context.Context, sc *scope) (*session, error) {
 	x, err := d.use(ctx, api.FeatureInput)
 	if err != nil {
 		return nil, err
@@ -163,7 +188,7 @@ func (d *Desktop) begin(ctx context.Context) (*session, error) {
 	if d.input.acquire(ctx) != nil {
 		return nil, x.ctxErr(ctx, "wait for an earlier input call")
 	}
-	s := &session{d: d, x: x, owed: d.owed}
+	s := &session{d: d, x: x, scope: sc, owed: d.owed}
 	d.owed = held{}
 	return s, nil
 }
@@ -234,12 +259,16 @@ func (x *xconn) toScreen(ctx context.Context, p api.Pointer, px, py float64) (in
 
 // MoveMouse moves the pointer.
 func (d *Desktop) MoveMouse(ctx context.Context, req api.MouseMoveRequest) (api.InputResult, error) {
-	s, err := d.begin(ctx)
+	return d.moveMouse(ctx, nil, req)
+}
+
+func (d *Desktop) moveMouse(ctx context.Context, sc *scope, req api.MouseMoveRequest) (api.InputResult, error) {
+	s, err := d.begin(ctx, sc)
 	if err != nil {
 		return api.InputResult{}, err
 	}
 	defer s.end()
-	sx, sy, err := s.x.toScreen(ctx, req.Pointer, req.X, req.Y)
+	sx, sy, err := s.point(ctx, req.Pointer, req.X, req.Y)
 	if err != nil {
 		return api.InputResult{}, err
 	}
@@ -249,6 +278,10 @@ func (d *Desktop) MoveMouse(ctx context.Context, req api.MouseMoveRequest) (api.
 
 // Click clicks count times at a point.
 func (d *Desktop) Click(ctx context.Context, req api.ClickRequest) (api.InputResult, error) {
+	return d.click(ctx, nil, req)
+}
+
+func (d *Desktop) click(ctx context.Context, sc *scope, req api.ClickRequest) (api.InputResult, error) {
 	b, ok := buttons[req.Button]
 	if !ok {
 		return api.InputResult{}, api.Errorf(api.KindInvalidArgument, "button %q: want left, middle or right", req.Button)
@@ -259,12 +292,12 @@ func (d *Desktop) Click(ctx context.Context, req api.ClickRequest) (api.InputRes
 	if req.Count < 1 || req.Count > MaxClickCount {
 		return api.InputResult{}, api.Errorf(api.KindInvalidArgument, "count %d is out of range 1-%d", req.Count, MaxClickCount)
 	}
-	s, err := d.begin(ctx)
+	s, err := d.begin(ctx, sc)
 	if err != nil {
 		return api.InputResult{}, err
 	}
 	defer s.end()
-	sx, sy, err := s.x.toScreen(ctx, req.Pointer, req.X, req.Y)
+	sx, sy, err := s.point(ctx, req.Pointer, req.X, req.Y)
 	if err != nil {
 		return api.InputResult{}, err
 	}
@@ -293,7 +326,7 @@ func (d *Desktop) Drag(ctx context.Context, req api.DragRequest) (api.InputResul
 	if dur < 0 || dur > maxDrag {
 		return api.InputResult{}, api.Errorf(api.KindInvalidArgument, "duration_ms %d is out of range 0-%d", req.DurationMS, maxDrag.Milliseconds())
 	}
-	s, err := d.begin(ctx)
+	s, err := d.begin(ctx, nil)
 	if err != nil {
 		return api.InputResult{}, err
 	}
@@ -328,20 +361,27 @@ func (d *Desktop) Drag(ctx context.Context, req api.DragRequest) (api.InputResul
 
 // Scroll turns the wheel: buttons 4/5 vertically, 6/7 horizontally.
 func (d *Desktop) Scroll(ctx context.Context, req api.ScrollRequest) (api.InputResult, error) {
+	return d.scroll(ctx, nil, req)
+}
+
+func (d *Desktop) scroll(ctx context.Context, sc *scope, req api.ScrollRequest) (api.InputResult, error) {
 	if abs(req.DX) > MaxScrollClicks || abs(req.DY) > MaxScrollClicks {
 		return api.InputResult{}, api.Errorf(api.KindInvalidArgument, "scroll (%d, %d) is over %d clicks", req.DX, req.DY, MaxScrollClicks)
 	}
 	if (req.X == nil) != (req.Y == nil) {
 		return api.InputResult{}, api.Errorf(api.KindInvalidArgument, "give both x and y, or neither")
 	}
-	s, err := d.begin(ctx)
+	if sc != nil && req.X == nil {
+		return api.InputResult{}, api.Errorf(api.KindInvalidArgument, "a scroll confined to window %d needs x and y", sc.ref.ID)
+	}
+	s, err := d.begin(ctx, sc)
 	if err != nil {
 		return api.InputResult{}, err
 	}
 	defer s.end()
 	var res api.InputResult
 	if req.X != nil {
-		sx, sy, err := s.x.toScreen(ctx, req.Pointer, *req.X, *req.Y)
+		sx, sy, err := s.point(ctx, req.Pointer, *req.X, *req.Y)
 		if err != nil {
 			return res, err
 		}
@@ -379,11 +419,15 @@ func abs(n int) int {
 
 // Key presses one key or hotkey.
 func (d *Desktop) Key(ctx context.Context, key string) (api.InputResult, error) {
+	return d.key(ctx, nil, key)
+}
+
+func (d *Desktop) key(ctx context.Context, sc *scope, key string) (api.InputResult, error) {
 	combo, err := ParseKeyCombo(key)
 	if err != nil {
 		return api.InputResult{}, err
 	}
-	return d.withKeyboard(ctx, func(s *session, k *keyboard, call uint64) (api.InputResult, error) {
+	return d.withKeyboard(ctx, sc, func(s *session, k *keyboard, call uint64) (api.InputResult, error) {
 		shiftHeld := false
 		for _, m := range combo.Mods {
 			kc, _, err := k.bind(ctx, s, xproto.Keysym(m), call)
@@ -425,8 +469,8 @@ func (s *session) stroke(ctx context.Context, k *keyboard, sym xproto.Keysym, ca
 
 // withKeyboard runs a keyboard operation in an input session holding the
 // keymap: loaded, with its temporary bindings restored after the call.
-func (d *Desktop) withKeyboard(ctx context.Context, op func(s *session, k *keyboard, call uint64) (api.InputResult, error)) (api.InputResult, error) {
-	s, err := d.begin(ctx)
+func (d *Desktop) withKeyboard(ctx context.Context, sc *scope, op func(s *session, k *keyboard, call uint64) (api.InputResult, error)) (api.InputResult, error) {
+	s, err := d.begin(ctx, sc)
 	if err != nil {
 		return api.InputResult{}, err
 	}
@@ -444,6 +488,10 @@ func (d *Desktop) withKeyboard(ctx context.Context, op func(s *session, k *keybo
 // Type types Unicode text; characters without a key are bound to a spare
 // keycode for the time of their keystrokes.
 func (d *Desktop) Type(ctx context.Context, text string) (api.InputResult, error) {
+	return d.typeText(ctx, nil, text)
+}
+
+func (d *Desktop) typeText(ctx context.Context, sc *scope, text string) (api.InputResult, error) {
 	if !utf8.ValidString(text) {
 		return api.InputResult{}, api.Errorf(api.KindInvalidArgument, "text is not valid UTF-8")
 	}
@@ -465,7 +513,7 @@ func (d *Desktop) Type(ctx context.Context, text string) (api.InputResult, error
 		}
 		syms = append(syms, xproto.Keysym(ks))
 	}
-	return d.withKeyboard(ctx, func(s *session, k *keyboard, call uint64) (api.InputResult, error) {
+	return d.withKeyboard(ctx, sc, func(s *session, k *keyboard, call uint64) (api.InputResult, error) {
 		for i, sym := range syms {
 			if ctx.Err() != nil {
 				return api.InputResult{Chars: i}, api.Errorf(api.KindCancelled, "typing cancelled after %d characters", i)

@@ -12,17 +12,16 @@ import (
 // buttons.
 const releaseTimeout = 2 * time.Second
 
-// viewerInput injects one viewer's input and pointer messages through
-// XTEST. Coordinates are the stream's pixels: the screen's, or the
-// window's own for a window stream.
+// viewerInput injects one viewer of the screen's input and pointer
+// messages through XTEST, in the screen's pixels. (A window stream's
+// viewer has a windowInput, confined to the window: confine.go.)
 type viewerInput struct {
-	d        *desktop.Desktop
-	held     *desktop.Held
-	windowID uint32
+	d    *desktop.Desktop
+	held *desktop.Held
 }
 
 func (in *viewerInput) Input(ctx context.Context, m api.ViewerInput) error {
-	p := api.Pointer{WindowID: in.windowID}
+	var p api.Pointer
 	var err error
 	switch m.Type {
 	case api.InputMove:

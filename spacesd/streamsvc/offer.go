@@ -35,16 +35,13 @@ func (s *Service) offerWindow(w http.ResponseWriter, r *http.Request) {
 // Location of the session, which a DELETE ends.
 func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32) {
 	caller := server.CallerOf(r.Context())
-	target := targetName(windowID)
-	viewOnly := false
-	if t := caller.Ticket; t != nil {
-		if t.Target != target {
-			httpapi.WriteError(w, api.Errorf(api.KindForbidden, "the ticket opens the stream of %s, not of %s", t.Target, target).
-				WithHint("mint a ticket for this target (POST /v1/stream/tickets)"))
-			return
-		}
-		viewOnly = t.ViewOnly
+	tg, err := s.target(r.Context(), windowID, caller.Ticket) // target.go
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
 	}
+	target := tg.name
+	viewOnly := caller.Ticket != nil && caller.Ticket.ViewOnly
 	so, err := api.ParseStreamQuery(r.URL.Query())
 	if err != nil {
 		httpapi.WriteError(w, err)
@@ -59,12 +56,6 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32)
 		httpapi.WriteError(w, api.CapabilityMissing(api.FeatureDesktopStream, s.limitation))
 		return
 	}
-	if windowID != 0 {
-		if _, err := s.d.Window(r.Context(), windowID); err != nil {
-			httpapi.WriteError(w, err)
-			return
-		}
-	}
 	release, err := s.admit(caller.Ticket)
 	if err != nil {
 		httpapi.WriteError(w, err)
@@ -78,9 +69,10 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32)
 	// The viewer outlives this request: its context hangs off the
 	// service's, and ends when the token it came with is rotated.
 	ctx, end := s.host.Session(s.base, caller.Generation)
+	ctx = untilGone(ctx, tg) // a window stream ends with its window
 	var input rtc.Input
 	if !viewOnly {
-		input = &viewerInput{d: s.d, held: s.d.NewHeld(), windowID: windowID}
+		input = s.newInput(tg)
 	}
 	v, answer, err := s.engine.Join(ctx, rtc.Target{Key: target, Open: s.opener(windowID)}, string(offer), rtc.ViewerOptions{
 		ViewOnly: viewOnly, MaxFPS: so.MaxFPS, MaxWidth: so.MaxWidth, MaxHeight: so.MaxHeight, Input: input,

@@ -112,6 +112,8 @@ func New(d *desktop.Desktop, o Options) server.NewService {
 		h.Metrics.Gauge(MetricStreams, func() float64 { return float64(s.streams()) })
 		h.Metrics.Gauge(MetricSources, func() float64 { return float64(s.sources()) })
 		h.Metrics.Gauge(MetricViewers, func() float64 { return float64(s.viewers()) })
+		h.Metrics.Counter(MetricPointerDropped) // listed from the start, at zero
+		h.Metrics.Counter(MetricKeysDropped)
 		if !vp8.Available {
 			s.limitation = vp8.Limitation
 			return s, nil
@@ -249,12 +251,4 @@ func (s *Service) viewers() int {
 		return 0
 	}
 	return s.engine.Viewers()
-}
-
-// targetName names a stream target in tickets and pipelines.
-func targetName(windowID uint32) string {
-	if windowID == 0 {
-		return "screen"
-	}
-	return "window:" + strconv.FormatUint(uint64(windowID), 10)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/spacesd/httpapi"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 )
@@ -41,12 +42,17 @@ func (s *Service) ticket(r *http.Request, req api.TicketRequest) (api.StreamTick
 		return api.StreamTicket{}, api.CapabilityMissing(feature, st.Limitation)
 	}
 	var size api.Size
+	var ref desktop.WindowRef
 	if req.WindowID != 0 {
 		win, err := s.d.Window(ctx, req.WindowID)
 		if err != nil {
 			return api.StreamTicket{}, err
 		}
 		size = api.Size{Width: win.Bounds.Width, Height: win.Bounds.Height}
+		// The ticket names the window as it is now (target.go).
+		if ref, err = s.d.WindowRef(ctx, req.WindowID); err != nil {
+			return api.StreamTicket{}, err
+		}
 	} else {
 		var err error
 		if size, err = s.d.ScreenSize(ctx); err != nil {
@@ -54,7 +60,7 @@ func (s *Service) ticket(r *http.Request, req api.TicketRequest) (api.StreamTick
 		}
 	}
 	expires := time.Now().Add(time.Duration(ttl) * time.Second)
-	tk, err := s.host.MintTicket(server.Ticket{Scope: server.TicketScopeStream, Target: targetName(req.WindowID), ViewOnly: req.ViewOnly, Expires: expires})
+	tk, err := s.host.MintTicket(server.Ticket{Scope: server.TicketScopeStream, Target: targetName(ref), ViewOnly: req.ViewOnly, Expires: expires})
 	if err != nil {
 		return api.StreamTicket{}, api.Errorf(api.KindEnv, "mint the ticket: %v", err)
 	}

@@ -26,7 +26,9 @@ type XClient struct {
 	mu    sync.Mutex
 	fills []Fill // painted in order on every Expose
 
-	done chan struct{} // closed when loop has seen the connection end
+	done      chan struct{} // closed when loop has seen the connection end
+	closeOnce sync.Once
+	marker    xproto.Atom // the type of Collect's own client messages
 }
 
 // Fill is one coloured rectangle of the window (window coordinates).
@@ -91,10 +93,47 @@ func NewXClient(t testing.TB, display, title string, w, h int, fills []Fill) *XC
 	gc := xproto.Gcontext(gid)
 	xproto.CreateGC(c, gc, xproto.Drawable(win), 0, nil)
 	xc := &XClient{C: c, Win: win, w: w, h: h, fills: fills, gc: gc, events: make(chan xgb.Event, 1024), done: make(chan struct{})}
+	if a, err := xproto.InternAtom(c, false, uint16(len(collectMarker)), collectMarker).Reply(); err == nil {
+		xc.marker = a.Atom
+	}
 	xproto.MapWindow(c, win)
 	go xc.loop()
-	t.Cleanup(xc.close)
+	t.Cleanup(xc.Close)
 	return xc
+}
+
+// collectMarker names the client message Collect sends itself.
+const collectMarker = "CUA_TEST_COLLECT"
+
+// Collect answers every event the window received so far (Expose
+// aside), and drops them: it sends the window a client message of its
+// own and reads up to it, so that nothing the server delivered before
+// the call is missed, without a wait for events that may never come.
+func (xc *XClient) Collect(t testing.TB) []xgb.Event {
+	t.Helper()
+	ev := xproto.ClientMessageEvent{Format: 32, Window: xc.Win, Type: xc.marker,
+		Data: xproto.ClientMessageDataUnionData32New(make([]uint32, 5))}
+	// An empty event mask sends it to the window's creator: this client.
+	if err := xproto.SendEventChecked(xc.C, false, xc.Win, 0, string(ev.Bytes())).Check(); err != nil {
+		t.Fatalf("test client: send the collect marker: %v", err)
+	}
+	var got []xgb.Event
+	deadline := time.After(EventTimeout)
+	for {
+		select {
+		case e, ok := <-xc.events:
+			if !ok {
+				t.Fatal("test client: connection closed")
+			}
+			if m, ok := e.(xproto.ClientMessageEvent); ok && m.Type == xc.marker {
+				return got
+			}
+			got = append(got, e)
+		case <-deadline:
+			t.Fatalf("test client: its own client message did not come back within %s", EventTimeout)
+			return nil
+		}
+	}
 }
 
 func (xc *XClient) paint() {
@@ -173,16 +212,20 @@ func (xc *XClient) loop() {
 	}
 }
 
-// close ends the connection and waits until xgb's reader has stopped: xgb
-// keeps the event decoders of extensions in package-level maps, which the
-// next test's connection setup writes, and only a reader known to be done
-// cannot race with that.
-func (xc *XClient) close() {
-	xc.C.Close()
-	select {
-	case <-xc.done:
-	case <-time.After(EventTimeout): // a stopped server; the test failed anyway
-	}
+// Close ends the connection, which destroys the window (the X server
+// frees the client's resources, and may hand their ids to the next
+// client), and waits until xgb's reader has stopped: xgb keeps the event
+// decoders of extensions in package-level maps, which the next test's
+// connection setup writes, and only a reader known to be done cannot race
+// with that. It is also the test's cleanup; a second call does nothing.
+func (xc *XClient) Close() {
+	xc.closeOnce.Do(func() {
+		xc.C.Close()
+		select {
+		case <-xc.done:
+		case <-time.After(EventTimeout): // a stopped server; the test failed anyway
+		}
+	})
 }
 
 // Next returns the next event of type T within the timeout.
