@@ -108,6 +108,11 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// Before anything can start a child: only stdin, stdout and stderr
+	// (and, across the re-execution, the token pipe) are passed on.
+	if err := closeInheritedOnExec(); err != nil {
+		log.Warn("inherited descriptors stay open in the processes the daemon starts", "err", err)
+	}
 
 	envToken, err := takeEnvToken(log) // may re-execute the daemon (envtoken.go)
 	if err != nil {
