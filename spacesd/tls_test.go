@@ -103,6 +103,15 @@ func TestServeSelfSigned(t *testing.T) {
 	if err := pinnedCall(t, d.addr, fp); err != nil {
 		t.Fatalf("a pinned client: %v", err)
 	}
+	// The leaf certificate given as the CA file (--ca-file) is trusted too.
+	c, err := client.New("https://"+d.addr, "tls-token-7d1f",
+		client.WithTLS(client.TLS{CAFile: filepath.Join(state, server.SelfSignedDir, server.SelfSignedCert)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Capabilities(t.Context()); err != nil {
+		t.Fatalf("a client given cert.pem as its CA file: %v", err)
+	}
 	d.stop()
 
 	again := startSelfSigned(t, bin, state)
