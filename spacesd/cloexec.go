@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -49,7 +50,7 @@ func walkOnExec(first int) error {
 		}
 		// One that closed since it was listed (the listing's own) fails
 		// with EBADF: nothing to mark.
-		if err := setCloseOnExec(fd); err != nil && err != unix.EBADF {
+		if err := setCloseOnExec(fd); err != nil && !errors.Is(err, unix.EBADF) {
 			return fmt.Errorf("mark descriptor %d close-on-exec: %w", fd, err)
 		}
 	}
