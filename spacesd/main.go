@@ -32,6 +32,7 @@ import (
 	"github.com/trycua/cua-spacesd/spacesd/filesvc"
 	"github.com/trycua/cua-spacesd/spacesd/mcpsvc"
 	"github.com/trycua/cua-spacesd/spacesd/server"
+	"github.com/trycua/cua-spacesd/spacesd/streamsvc"
 )
 
 // version is set at link time (-X main.version=...).
@@ -72,6 +73,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func serve(args []string, stdout, stderr io.Writer) int {
+	return serveWith(context.Background(), args, stdout, stderr, streamsvc.DefaultMediaPort)
+}
+
+// serveWith is serve until ctx ends (or a signal comes), with
+// defaultMediaPort as --media-port's default: a test holds a port and makes
+// it the default, since the real default may be anyone's on a shared machine.
+func serveWith(ctx context.Context, args []string, stdout, stderr io.Writer, defaultMediaPort int) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "", "address to listen on (default 0.0.0.0:3211 with a token, 127.0.0.1:3211 without)")
@@ -89,7 +97,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	fs.Func("process-memory-max", "memory one process tree may use: bytes or 512M, 4G..., or max (default: RAM less a reserve)", limitFlag(&po.TreeMemoryMax, cgroup.ParseSize))
 	fs.Func("children-pids-max", "tasks all process trees together may hold (default: 3/4 of the smaller of pid_max and threads-max)", limitFlag(&po.ChildrenPidsMax, parseCount))
 	fs.Func("children-memory-max", "memory all process trees together may use (default: RAM less the larger of 512M and RAM/8)", limitFlag(&po.ChildrenMemoryMax, cgroup.ParseSize))
-	media := mediaFlags(fs)
+	media := mediaFlags(fs, defaultMediaPort)
 	tlsf := newTLSFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -108,6 +116,11 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// Before anything can start a child: only stdin, stdout and stderr
+	// (and, across the re-execution, the token pipe) are passed on.
+	if err := closeInheritedOnExec(); err != nil {
+		log.Warn("inherited descriptors stay open in the processes the daemon starts", "err", err)
+	}
 
 	envToken, err := takeEnvToken(log) // may re-execute the daemon (envtoken.go)
 	if err != nil {
@@ -148,18 +161,21 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		*display, xauthority = v.Display(), xauth
 		log.Info("started a virtual display", "display", *display)
 	}
-	srv, err := daemon.New(daemon.Options{Version: version, Auth: auth, Logger: log, Display: *display, Xauthority: xauthority,
-		Process: po, Files: filesvc.Options{StateDir: *stateDir}, Stream: media.options(addr), TLS: tlsConfig, MCP: mcpOpts})
-	if err != nil {
-		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
-		return 1
-	}
+	// Listen first: the media may take the port the listener got (--listen
+	// PORT 0 included) when its default is taken.
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "cua-spacesd: listen %s: %v\n", addr, err)
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	srv, err := daemon.New(daemon.Options{Version: version, Auth: auth, Logger: log, Display: *display, Xauthority: xauthority,
+		Process: po, Files: filesvc.Options{StateDir: *stateDir}, Stream: media.options(addr, ln.Addr().(*net.TCPAddr).Port), TLS: tlsConfig, MCP: mcpOpts})
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log.Info("cua-spacesd serving", "addr", ln.Addr().String(), "version", version, "auth", auth.Required(), "tls", tlsConfig != nil, "display", *display)
 	if err := srv.Serve(ctx, ln); err != nil && !errors.Is(err, net.ErrClosed) {

@@ -21,6 +21,7 @@ import (
 type tlsFlags struct {
 	cert, key  *string
 	selfSigned *bool
+	renew      *bool
 }
 
 func newTLSFlags(fs *flag.FlagSet) tlsFlags {
@@ -29,6 +30,8 @@ func newTLSFlags(fs *flag.FlagSet) tlsFlags {
 		key:  fs.String("tls-key", "", "the PEM private key of --tls-cert"),
 		selfSigned: fs.Bool("tls-self-signed", false,
 			"serve HTTPS and WSS with a key pair made once in the state directory (tls/) and reused; prints its sha256 fingerprint for clients to pin"),
+		renew: fs.Bool("tls-renew", false,
+			"with --tls-self-signed: replace a pair an older cua-spacesd made as its own CA with a leaf pair, and print the new fingerprint to pin (a leaf pair is kept)"),
 	}
 }
 
@@ -38,6 +41,8 @@ func (f tlsFlags) check() error {
 		return errors.New("give --tls-cert and --tls-key together")
 	case *f.selfSigned && *f.cert != "":
 		return errors.New("give --tls-cert/--tls-key or --tls-self-signed, not both")
+	case *f.renew && !*f.selfSigned:
+		return errors.New("--tls-renew renews the --tls-self-signed pair: give both")
 	}
 	return nil
 }
@@ -56,18 +61,30 @@ func (f tlsFlags) config(stateDir, addr string, stdout io.Writer, log *slog.Logg
 		}
 		fmt.Fprintf(stdout, "cua-spacesd: TLS certificate %s (%s)\n", certs.Fingerprint(), *f.cert)
 	case *f.selfSigned:
-		var made bool
+		var made, renewed bool
+		if *f.renew {
+			if renewed, err = server.RenewSelfSigned(stateDir, certHosts(addr)); err != nil {
+				return nil, err
+			}
+		}
 		certs, made, err = server.SelfSigned(stateDir, certHosts(addr), log)
 		if err != nil {
 			return nil, err
 		}
 		how := "reused"
-		if made {
+		switch {
+		case renewed:
+			how = "renewed: it replaces a pair that was a CA, so every bridge must pin the new fingerprint"
+			log.Warn("TLS self-signed pair renewed: register the new fingerprint with every bridge (cua-bridge space add)", "fingerprint", certs.Fingerprint())
+		case made:
 			how = "made"
 		}
 		dir := filepath.Join(stateDir, server.SelfSignedDir)
 		fmt.Fprintf(stdout, "cua-spacesd: TLS self-signed certificate %s (%s, in %s)\n", certs.Fingerprint(), how, dir)
 		fmt.Fprintf(stdout, "cua-spacesd: pin it with: cua-bridge space add NAME https://HOST:PORT --fingerprint %s\n", certs.Fingerprint())
+		if cert, _ := server.ReadSelfSigned(stateDir); cert != nil && server.IsCertAuthority(cert) {
+			fmt.Fprintf(stdout, "cua-spacesd: warning: %s\n", server.SelfSignedCAWarning)
+		}
 	default:
 		return nil, nil
 	}

@@ -128,3 +128,69 @@ func serial(t testing.TB) *big.Int {
 	}
 	return n
 }
+
+// WriteCAPair writes into dir (made if needed), as cert.pem and key.pem,
+// a pair the way cua-spacesd's --tls-self-signed made it before it made
+// leaves: a self-signed certificate for localhost and 127.0.0.1 that is
+// its own CA (CA:TRUE, keyCertSign). Tests of the daemon's upgrade path
+// need one such pair without an older daemon at hand.
+func WriteCAPair(t testing.TB, dir string) *x509.Certificate {
+	t.Helper()
+	key := newKey(t)
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(t),
+		Subject:               pkix.Name{CommonName: "cua-spacesd test", Organization: []string{"cua-spacesd self-signed"}},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(validity),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLenZero:        true,
+		DNSNames:              []string{"localhost"},
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatalf("a CA-style self-signed pair: %v", err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	WritePair(t, dir, tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key})
+	return cert
+}
+
+// SignWith signs a server certificate for hosts with issuer's key, whatever
+// issuer is: a test that a certificate cannot act as a CA needs a leaf that
+// it signed.
+func SignWith(t testing.TB, issuer tls.Certificate, hosts ...string) *x509.Certificate {
+	t.Helper()
+	parent, err := x509.ParseCertificate(issuer.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := newKey(t)
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(t),
+		Subject:      pkix.Name{CommonName: hosts[0]},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(validity),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     hosts,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, issuer.PrivateKey)
+	if err != nil {
+		t.Fatalf("sign a certificate for %v: %v", hosts, err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return leaf
+}

@@ -12,14 +12,18 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/capabilities/process"
 	"github.com/trycua/cua-spacesd/internal/cgroup"
+	"github.com/trycua/cua-spacesd/spacesd/filesvc"
+	"github.com/trycua/cua-spacesd/spacesd/server"
 )
 
 // Disk thresholds: below warnFreeBytes transfers may fail; below
@@ -61,6 +65,8 @@ type Options struct {
 	TokenFile string
 	Display   string
 	RelayURL  string
+	// StateDir holds the daemon's --tls-self-signed pair, if any.
+	StateDir string
 }
 
 // Check is one named check.
@@ -79,6 +85,7 @@ var Checks = []Check{
 	{"display", checkDisplay},
 	{"video encoder", checkEncoder},
 	{"relay", checkRelay},
+	{"tls self-signed", checkSelfSigned},
 }
 
 // Run runs checks and builds the report.
@@ -106,6 +113,7 @@ func Main(args []string, stdout, stderr io.Writer, version string) int {
 	fs.StringVar(&o.TokenFile, "token-file", "", "token file the daemon will use")
 	fs.StringVar(&o.Display, "display", os.Getenv("DISPLAY"), "X display for the desktop features")
 	fs.StringVar(&o.RelayURL, "relay", os.Getenv("CUA_RELAY_URL"), "relay URL to check reachability of")
+	fs.StringVar(&o.StateDir, "state-dir", filesvc.DefaultStateDir(), "the daemon's state directory, where a --tls-self-signed pair is kept")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -301,6 +309,28 @@ func checkRelay(ctx context.Context, o Options) Result {
 	}
 	c.Close()
 	return Result{Status: Pass, Detail: "relay " + host + " accepts connections"}
+}
+
+// checkSelfSigned looks at the --tls-self-signed pair: one that an older
+// daemon made as its own CA still serves (its pins hold) but is a warning.
+func checkSelfSigned(_ context.Context, o Options) Result {
+	if o.StateDir == "" {
+		return Result{Status: Skip, Detail: "no state directory"}
+	}
+	cert, err := server.ReadSelfSigned(o.StateDir)
+	switch {
+	case err != nil:
+		return Result{Status: Fail, Detail: err.Error(),
+			Fix: "remove " + filepath.Join(o.StateDir, server.SelfSignedDir) + " to make a new pair at the next start, then pin its fingerprint again (cua-bridge space add)"}
+	case cert == nil:
+		return Result{Status: Skip, Detail: "no self-signed pair in " + o.StateDir}
+	}
+	fp := api.CertFingerprint(cert.Raw)
+	if server.IsCertAuthority(cert) {
+		return Result{Status: Warn, Detail: fp + " is a CA (made by an older cua-spacesd): whoever holds its key can sign a certificate for any name that clients trusting the file accept",
+			Fix: "restart the daemon once with --tls-self-signed --tls-renew, then register the new fingerprint it prints: cua-bridge space add NAME https://HOST:PORT --fingerprint sha256:..."}
+	}
+	return Result{Status: Pass, Detail: fp + ", a leaf certificate (not a CA), expires " + cert.NotAfter.Format(time.DateOnly)}
 }
 
 func humanBytes(n int64) string {

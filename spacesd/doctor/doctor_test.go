@@ -8,8 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trycua/cua-spacesd/internal/tlstest"
 	"github.com/trycua/cua-spacesd/media/vp8"
 	"github.com/trycua/cua-spacesd/spacesd/doctor"
+	"github.com/trycua/cua-spacesd/spacesd/server"
 )
 
 func statusOf(t *testing.T, rep doctor.Report, name string) doctor.Result {
@@ -100,5 +102,50 @@ func TestDoctorEncoder(t *testing.T) {
 	}
 	if got.Status != want || (vp8.Available && !strings.Contains(got.Detail, "libvpx")) {
 		t.Fatalf("video encoder check: %+v; want %s", got, want)
+	}
+}
+
+// TestDoctorSelfSigned: the check of the --tls-self-signed pair skips a
+// state directory without one, passes a leaf, warns of a pair that is its
+// own CA (an older daemon's) and fails a certificate that does not parse.
+func TestDoctorSelfSigned(t *testing.T) {
+	tests := []struct {
+		name string
+		make func(t *testing.T, state string)
+		want doctor.Status
+	}{
+		{"none", func(*testing.T, string) {}, doctor.Skip},
+		{"leaf", func(t *testing.T, state string) {
+			if _, _, err := server.SelfSigned(state, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+		}, doctor.Pass},
+		{"CA", func(t *testing.T, state string) { tlstest.WriteCAPair(t, filepath.Join(state, server.SelfSignedDir)) }, doctor.Warn},
+		{"garbage", func(t *testing.T, state string) {
+			dir := filepath.Join(state, server.SelfSignedDir)
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, server.SelfSignedCert), []byte("not a certificate"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, doctor.Fail},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			state := t.TempDir()
+			tt.make(t, state)
+			var out, errb bytes.Buffer
+			doctor.Main([]string{"--json", "--display", "", "--state-dir", state}, &out, &errb, "test")
+			var rep doctor.Report
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				t.Fatalf("not JSON: %v\n%s%s", err, out.String(), errb.String())
+			}
+			got := statusOf(t, rep, "tls self-signed")
+			needsFix := tt.want == doctor.Warn || tt.want == doctor.Fail
+			if got.Status != tt.want || needsFix != (got.Fix != "") {
+				t.Fatalf("tls self-signed = %+v, want %s (with a fix: %v)", got, tt.want, needsFix)
+			}
+		})
 	}
 }

@@ -138,12 +138,17 @@ func (c *CertFiles) Fingerprint() string {
 }
 
 // SelfSigned loads the daemon's self-signed pair from stateDir/tls, or makes
-// one there when there is none (made reports which). The certificate names
-// localhost, the host's name and the given hosts (addresses or names); a
-// client pins its fingerprint, or trusts the certificate itself as its CA.
+// one there when there is none (made reports which). The certificate is a
+// leaf (not a CA) naming localhost, the host's name and the given hosts
+// (addresses or names); a client pins its fingerprint. A pair made by an
+// older daemon as its own CA keeps serving, so that the pins of registered
+// Spaces hold, with a warning: RenewSelfSigned replaces it.
 // A pair that is there but does not load is an error, not replaced: every
 // bridge that pinned it would stop trusting the daemon.
 func SelfSigned(stateDir string, hosts []string, log *slog.Logger) (c *CertFiles, made bool, err error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	if stateDir == "" {
 		return nil, false, errors.New("--tls-self-signed keeps its key pair in the state directory: give --state-dir")
 	}
@@ -159,7 +164,81 @@ func SelfSigned(stateDir string, hosts []string, log *slog.Logger) (c *CertFiles
 	if err != nil {
 		return nil, false, fmt.Errorf("the self-signed pair in %s does not load (remove the directory to make a new one; bridges that pinned the old one must pin the new): %w", dir, err)
 	}
+	if leaf, err := x509.ParseCertificate(c.cert.Certificate[0]); err == nil && IsCertAuthority(leaf) {
+		log.Warn(SelfSignedCAWarning, "dir", dir, "fingerprint", c.Fingerprint())
+	}
 	return c, made, nil
+}
+
+// SelfSignedCAWarning is logged (and said by doctor) of a self-signed pair
+// that is its own CA.
+const SelfSignedCAWarning = "the self-signed TLS certificate is a CA (made by an older cua-spacesd): whoever holds its key can sign a certificate for any name that clients trusting the file accept; " +
+	"replace it with cua-spacesd serve --tls-self-signed --tls-renew, then register the new fingerprint with cua-bridge space add"
+
+// IsCertAuthority reports whether cert may sign other certificates: a CA
+// by its basic constraints, or a key allowed to sign certificates.
+func IsCertAuthority(cert *x509.Certificate) bool {
+	return (cert.BasicConstraintsValid && cert.IsCA) || cert.KeyUsage&x509.KeyUsageCertSign != 0
+}
+
+// ReadSelfSigned reads the certificate of the self-signed pair in
+// stateDir; nil, without an error, when there is none.
+func ReadSelfSigned(stateDir string) (*x509.Certificate, error) {
+	p := filepath.Join(stateDir, SelfSignedDir, SelfSignedCert)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	block, _ := pem.Decode(b)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, fmt.Errorf("%s holds no PEM certificate", p)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return cert, nil
+}
+
+// RenewSelfSigned replaces a self-signed pair in stateDir that is a CA with
+// a new leaf pair (renewed reports it); a leaf pair, or none, is left as it
+// is, so that the flag asking for this can stay in a unit file without
+// changing the fingerprint at every start. The fingerprint changes: every
+// bridge that pinned the old one must pin the new.
+func RenewSelfSigned(stateDir string, hosts []string) (renewed bool, err error) {
+	if stateDir == "" {
+		return false, errors.New("--tls-renew renews the pair in the state directory: give --state-dir")
+	}
+	old, err := ReadSelfSigned(stateDir)
+	if err != nil || old == nil || !IsCertAuthority(old) {
+		return false, err
+	}
+	dir := filepath.Join(stateDir, SelfSignedDir)
+	tmp, err := os.MkdirTemp(stateDir, "."+SelfSignedDir+"-")
+	if err != nil {
+		return false, fmt.Errorf("renew the TLS pair: %w", err)
+	}
+	defer os.RemoveAll(tmp) // the old pair, once swapped out
+	fresh := filepath.Join(tmp, "new")
+	if err := os.Mkdir(fresh, 0o700); err != nil {
+		return false, fmt.Errorf("renew the TLS pair: %w", err)
+	}
+	if err := writeSelfSigned(fresh, hosts); err != nil {
+		return false, err
+	}
+	// A directory cannot be renamed over a full one: the old pair moves
+	// aside first. A crash between the two leaves no pair, and the next
+	// start makes one; the fingerprint was changing anyway.
+	if err := os.Rename(dir, filepath.Join(tmp, "old")); err != nil {
+		return false, fmt.Errorf("move the old TLS pair aside: %w", err)
+	}
+	if err := os.Rename(fresh, dir); err != nil {
+		return false, fmt.Errorf("put the new TLS pair in place: %w", err)
+	}
+	return true, nil
 }
 
 // makeSelfSigned makes the pair in a directory of its own beside dir and
@@ -174,14 +253,7 @@ func makeSelfSigned(stateDir, dir string, hosts []string) error {
 		return fmt.Errorf("make the TLS pair: %w", err)
 	}
 	defer os.RemoveAll(tmp) // gone once renamed
-	certPEM, keyPEM, err := selfSignedPair(hosts, time.Now())
-	if err != nil {
-		return err
-	}
-	if err := writeSynced(filepath.Join(tmp, SelfSignedKey), keyPEM, 0o600); err != nil {
-		return err
-	}
-	if err := writeSynced(filepath.Join(tmp, SelfSignedCert), certPEM, 0o644); err != nil {
+	if err := writeSelfSigned(tmp, hosts); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, dir); err != nil {
@@ -191,6 +263,18 @@ func makeSelfSigned(stateDir, dir string, hosts []string) error {
 		}
 	}
 	return nil
+}
+
+// writeSelfSigned writes a new pair into dir.
+func writeSelfSigned(dir string, hosts []string) error {
+	certPEM, keyPEM, err := selfSignedPair(hosts, time.Now())
+	if err != nil {
+		return err
+	}
+	if err := writeSynced(filepath.Join(dir, SelfSignedKey), keyPEM, 0o600); err != nil {
+		return err
+	}
+	return writeSynced(filepath.Join(dir, SelfSignedCert), certPEM, 0o644)
 }
 
 func writeSynced(p string, b []byte, mode fs.FileMode) error {
@@ -211,8 +295,11 @@ func writeSynced(p string, b []byte, mode fs.FileMode) error {
 	return nil
 }
 
-// selfSignedPair makes an ECDSA P-256 key and a certificate of it that is
-// its own CA, for localhost, the host's name and hosts.
+// selfSignedPair makes an ECDSA P-256 key and a leaf certificate of it,
+// signed by itself, for localhost, the host's name and hosts. It is not a
+// CA (no keyCertSign, basic constraints CA:FALSE): a client that trusts
+// the file trusts this certificate, never one signed with its key. An
+// ECDSA key only signs, so digitalSignature is its one key usage.
 func selfSignedPair(hosts []string, now time.Time) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -228,11 +315,10 @@ func selfSignedPair(hosts []string, now time.Time) (certPEM, keyPEM []byte, err 
 		Subject:               pkix.Name{CommonName: "cua-spacesd " + name, Organization: []string{"cua-spacesd self-signed"}},
 		NotBefore:             now.Add(-time.Hour), // a guest clock a little behind
 		NotAfter:              now.Add(selfSignedValidity),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		KeyUsage:              x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
+		IsCA:                  false,
 		DNSNames:              []string{"localhost"},
 		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 	}

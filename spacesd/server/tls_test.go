@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -190,6 +191,114 @@ func TestSelfSigned(t *testing.T) {
 	}
 	if b2, _ := os.ReadFile(filepath.Join(dir, server.SelfSignedCert)); string(b2) != string(b) {
 		t.Fatal("the broken pair was replaced")
+	}
+	if entries, _ := os.ReadDir(state); len(entries) != 1 {
+		t.Fatalf("left in the state directory: %v", entries)
+	}
+}
+
+// A new self-signed pair is a leaf: not a CA by its basic constraints or
+// its key usage, for server authentication only, and a certificate signed
+// with its key does not verify with it as the root, while the certificate
+// itself does (a client that trusts the file still reaches the daemon).
+// The old CA-style pair is the control: what it signs verifies.
+func TestSelfSignedIsALeaf(t *testing.T) {
+	state := t.TempDir()
+	if _, _, err := server.SelfSigned(state, []string{"10.1.2.3"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(state, server.SelfSignedDir)
+	pair, err := tls.LoadX509KeyPair(filepath.Join(dir, server.SelfSignedCert), filepath.Join(dir, server.SelfSignedKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cert.BasicConstraintsValid || cert.IsCA || server.IsCertAuthority(cert) {
+		t.Errorf("basic constraints valid %v, CA %v: want CA:FALSE", cert.BasicConstraintsValid, cert.IsCA)
+	}
+	if cert.KeyUsage != x509.KeyUsageDigitalSignature {
+		t.Errorf("key usage %b, want digitalSignature alone (%b)", cert.KeyUsage, x509.KeyUsageDigitalSignature)
+	}
+	if len(cert.ExtKeyUsage) != 1 || cert.ExtKeyUsage[0] != x509.ExtKeyUsageServerAuth {
+		t.Errorf("extended key usage %v, want serverAuth alone", cert.ExtKeyUsage)
+	}
+	if err := cert.VerifyHostname("10.1.2.3"); err != nil {
+		t.Error(err)
+	}
+
+	verify := func(root, leaf *x509.Certificate, name string) error {
+		roots := x509.NewCertPool()
+		roots.AddCert(root)
+		_, err := leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: name})
+		return err
+	}
+	if err := verify(cert, cert, "localhost"); err != nil {
+		t.Errorf("the certificate as its own trust anchor: %v", err)
+	}
+	if err := verify(cert, tlstest.SignWith(t, pair, "github.com"), "github.com"); err == nil {
+		t.Error("a github.com certificate signed with the pair's key verifies with the pair as root")
+	}
+
+	oldDir := filepath.Join(t.TempDir(), server.SelfSignedDir)
+	old := tlstest.WriteCAPair(t, oldDir)
+	oldPair, err := tls.LoadX509KeyPair(filepath.Join(oldDir, "cert.pem"), filepath.Join(oldDir, "key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := verify(old, tlstest.SignWith(t, oldPair, "github.com"), "github.com"); err != nil {
+		t.Fatalf("control: the CA-style pair should sign for any name, got %v", err)
+	}
+}
+
+// A CA-style pair an older daemon made keeps serving with its fingerprint
+// (the pins of registered Spaces hold) and is warned about;
+// RenewSelfSigned replaces it with a leaf, once: a leaf is kept.
+func TestSelfSignedCAPairRenews(t *testing.T) {
+	state := t.TempDir()
+	dir := filepath.Join(state, server.SelfSignedDir)
+	old := tlstest.WriteCAPair(t, dir)
+	var logs spacesdtest.Logs
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	c, made, err := server.SelfSigned(state, nil, log)
+	if err != nil || made {
+		t.Fatalf("an old pair: %v, made %v", err, made)
+	}
+	if c.Fingerprint() != api.CertFingerprint(old.Raw) {
+		t.Fatalf("serving %s, want the old pair's %s", c.Fingerprint(), api.CertFingerprint(old.Raw))
+	}
+	if !strings.Contains(logs.String(), `"level":"WARN"`) || !strings.Contains(logs.String(), "is a CA") {
+		t.Fatalf("no warning of the CA-style pair in the log:\n%s", logs.String())
+	}
+
+	renewed, err := server.RenewSelfSigned(state, []string{"10.1.2.3"})
+	if err != nil || !renewed {
+		t.Fatalf("renew: %v, renewed %v", err, renewed)
+	}
+	logs = spacesdtest.Logs{}
+	c, made, err = server.SelfSigned(state, nil, log)
+	if err != nil || made {
+		t.Fatalf("after renewal: %v, made %v", err, made)
+	}
+	fp := c.Fingerprint()
+	cert, err := server.ReadSelfSigned(state)
+	if err != nil || fp == api.CertFingerprint(old.Raw) || server.IsCertAuthority(cert) || api.CertFingerprint(cert.Raw) != fp {
+		t.Fatalf("after renewal: %v, serving %s (old %s)", err, fp, api.CertFingerprint(old.Raw))
+	}
+	if strings.Contains(logs.String(), "is a CA") {
+		t.Fatalf("a leaf pair warned about as a CA:\n%s", logs.String())
+	}
+	if err := cert.VerifyHostname("10.1.2.3"); err != nil {
+		t.Error(err)
+	}
+
+	if renewed, err := server.RenewSelfSigned(state, nil); err != nil || renewed {
+		t.Fatalf("renewing a leaf pair: %v, renewed %v; want it kept", err, renewed)
+	}
+	if again, _ := server.ReadSelfSigned(state); api.CertFingerprint(again.Raw) != fp {
+		t.Fatal("a leaf pair was replaced")
 	}
 	if entries, _ := os.ReadDir(state); len(entries) != 1 {
 		t.Fatalf("left in the state directory: %v", entries)

@@ -33,6 +33,10 @@ type Options struct {
 	// UDPAddr is the one UDP address every viewer's ICE uses
 	// ("127.0.0.1:0" picks a free port, for tests).
 	UDPAddr string
+	// UDPFallbacks are tried in order when UDPAddr cannot be bound: given
+	// when UDPAddr is a default, not asked for, so that a second daemon on
+	// the machine still streams. The one used is logged, and why.
+	UDPFallbacks []string
 	// ICETCPAddr, when set, also serves ICE over TCP there, for viewers
 	// whose UDP is blocked.
 	ICETCPAddr string
@@ -133,7 +137,17 @@ func (s *Service) listen(o Options) error {
 	}
 	udp, rb, wb, err := rtc.ListenUDP(addr)
 	if err != nil {
-		return api.Errorf(api.KindEnv, "the media UDP address %s cannot be bound (%v): free it or pick another with --media-udp", addr, err)
+		for _, alt := range o.UDPFallbacks {
+			if c, r, w, altErr := rtc.ListenUDP(alt); altErr == nil {
+				udp, rb, wb = c, r, w
+				s.log.Warn("the default media UDP port is taken (another daemon on this machine?): the media uses another port; give --media-port to choose it",
+					"taken", addr, "err", err, "udp", udp.LocalAddr().String())
+				break
+			}
+		}
+		if udp == nil {
+			return api.Errorf(api.KindEnv, "the media UDP address %s cannot be bound (%v): free it or pick another with --media-port", addr, err)
+		}
 	}
 	if rb < rtc.SocketBufferBytes || wb < rtc.SocketBufferBytes {
 		s.log.Warn("media UDP buffers are smaller than asked: large keyframes may lose packets; raise net.core.rmem_max and wmem_max or run as root",
