@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -97,6 +98,84 @@ func TestHostPathsConfinedToRoots(t *testing.T) {
 	}
 	if r := call(t, cs, "download", map[string]any{"space": "s1", "path": filepath.Join(space, "ok.txt"), "dest": filepath.Join(local, "sub", "ok.txt")}); r.IsError {
 		t.Fatalf("download into the root: %s", text(r))
+	}
+}
+
+// pathsOut is the path a refusal names, before what it says of it.
+var pathsOut = regexp.MustCompile(`path .* is outside`)
+
+// add_space's ca_file is a host path like upload's: confined to the roots,
+// never in $CUA_HOME, and a path outside them is refused with the same kind
+// and message whether it exists or not (the tool read any file, and its two
+// messages told which paths existed). Upload's refusal says no more.
+func TestAddSpaceCAFileConfined(t *testing.T) {
+	e := newEnv(t)
+	cs := e.client(t, nil)
+	home := e.reg.Dir()
+	tokens := filepath.Join(home, registry.TokensFile)
+	outside, err := os.MkdirTemp("", "outside-root-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(outside) })
+	secret := filepath.Join(outside, "secret.pem")
+	os.WriteFile(secret, []byte("secret"), 0o600)
+	local := t.TempDir()
+	os.Symlink(tokens, filepath.Join(local, "to-tokens"))
+	os.Symlink(filepath.Join(outside, "gone.pem"), filepath.Join(local, "dangling-out"))
+	os.Symlink(secret, filepath.Join(local, "to-secret"))
+
+	addSpace := func(caFile string) *sdk.CallToolResult {
+		return call(t, cs, "add_space", map[string]any{"url": "https://127.0.0.1:1", "name": "ca", "ca_file": caFile})
+	}
+	refusal := func(tool, p string) string {
+		t.Helper()
+		var r *sdk.CallToolResult
+		if tool == "add_space" {
+			r = addSpace(p)
+		} else {
+			r = call(t, cs, "upload", map[string]any{"space": "s1", "path": p, "dest": t.TempDir() + "/"})
+		}
+		if k := errKind(t, r); k != string(api.KindInvalidArgument) {
+			t.Fatalf("%s %s: kind %s: %s", tool, p, k, text(r))
+		}
+		return text(r)
+	}
+	for _, p := range []string{tokens, filepath.Join(local, "to-tokens")} {
+		if msg := refusal("add_space", p); !strings.Contains(msg, "$CUA_HOME") {
+			t.Fatalf("ca_file %s: %s", p, msg)
+		}
+	}
+	// Pairs that differ only in whether the path outside exists.
+	for _, tool := range []string{"add_space", "upload"} {
+		for _, pair := range [][2]string{
+			{secret, filepath.Join(outside, "gone.pem")},
+			{secret, filepath.Join(outside, "no", "such", "dir.pem")},
+			{filepath.Join(secret, "x"), filepath.Join(outside, "gone.pem", "x")},
+			{filepath.Join(local, "to-secret"), filepath.Join(local, "dangling-out")},
+		} {
+			there, missing := refusal(tool, pair[0]), refusal(tool, pair[1])
+			if !strings.Contains(there, "outside the folders") {
+				t.Fatalf("%s %s: %s", tool, pair[0], there)
+			}
+			// The paths aside (through a link, the message names where it
+			// leads), the two say the same.
+			if pathsOut.ReplaceAllString(there, "P") != pathsOut.ReplaceAllString(missing, "P") {
+				t.Fatalf("%s tells an existing path outside from a missing one:\n%s\n%s", tool, there, missing)
+			}
+		}
+	}
+	if _, err := e.reg.Resolve("ca"); api.KindOf(err) != api.KindNotFound {
+		t.Fatalf("a refused Space was registered: %v", err)
+	}
+	// Inside the roots, a missing file is simply not there, and a file that
+	// holds no certificate says so.
+	if r := addSpace(filepath.Join(local, "none.pem")); errKind(t, r) != string(api.KindNotFound) {
+		t.Fatalf("a missing CA file in the roots: %s", text(r))
+	}
+	os.WriteFile(filepath.Join(local, "plain.pem"), []byte("not a certificate"), 0o600)
+	if r := addSpace(filepath.Join(local, "plain.pem")); errKind(t, r) != string(api.KindInvalidArgument) || !strings.Contains(text(r), "no PEM certificate") {
+		t.Fatalf("a CA file without certificates: %s", text(r))
 	}
 }
 
