@@ -199,23 +199,35 @@ func TestUploadRefusesSpecialFiles(t *testing.T) {
 	}
 }
 
-// A folder's symlinks come down as the same symlinks (relative, absolute,
-// to a folder, dangling), never followed: the file an absolute link names
-// on this machine is not touched, nor copied from the Space.
-func TestDownloadKeepsSymlinks(t *testing.T) {
+// A folder's symlinks that stay inside it come down as the same symlinks
+// (relative, to a folder, to the folder itself, dangling, a loop), never
+// followed.
+// The rest are skipped and listed with the reason: absolute ones (to /etc,
+// into $CUA_HOME, to a file of this machine), ones that climb out with
+// "..", and ones that climb out through another link of the folder (here
+// "anc", a link to the folder's own top, which the text "anc/../x" hides).
+func TestDownloadKeepsOnlySymlinksInside(t *testing.T) {
 	e := newEnv(t)
 	cs := e.client(t, nil)
 	src := filepath.Join(t.TempDir(), "tree")
-	if err := os.MkdirAll(filepath.Join(src, "a"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(src, "a", "b"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(src, "a", "one.txt"), []byte("1"), 0o644)
 	victim := filepath.Join(t.TempDir(), "victim.txt")
 	os.WriteFile(victim, []byte("mine"), 0o644)
-	links := map[string]string{"rel": "a/one.txt", "abs": victim, "dir": "a", "dangling": "no/such", "a/up": "../rel"}
-	for name, target := range links {
-		if err := os.Symlink(target, filepath.Join(src, name)); err != nil {
-			t.Fatal(err)
+	kept := map[string]string{"rel": "a/one.txt", "dir": "a", "dangling": "no/such", "a/up": "../rel",
+		"a/b/top": "../..", "a/b/via": "../../rel", "a/anc": "..", "loop1": "a/../loop2", "loop2": "loop1"}
+	skipped := map[string]string{
+		"etc": "/etc", "home": e.reg.Dir(), "tokens": filepath.Join(e.reg.Dir(), registry.TokensFile), "abs": victim,
+		"esc": "../x", "a/esc": "../../x", "a/b/esc": "../../../..", "deep": "a/b/../../../x",
+		"through": "a/anc/../x", "chain": "etc/passwd",
+	}
+	for _, m := range []map[string]string{kept, skipped} {
+		for name, target := range m {
+			if err := os.Symlink(target, filepath.Join(src, name)); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	local := t.TempDir()
@@ -224,17 +236,33 @@ func TestDownloadKeepsSymlinks(t *testing.T) {
 		t.Fatal(text(r))
 	}
 	var res struct {
-		Dest         string
-		Files, Links int
+		Dest                  string
+		Files, Links, Skipped int
+		SkippedEntries        []struct{ Path, Reason, Target string } `json:"skipped_entries"`
 	}
 	structured(t, r, &res)
-	if res.Files != 1 || res.Links != len(links) {
-		t.Fatalf("files %d links %d: %s", res.Files, res.Links, text(r))
+	if res.Files != 1 || res.Links != len(kept) || res.Skipped != len(skipped) || len(res.SkippedEntries) != len(skipped) {
+		t.Fatalf("files %d links %d skipped %d: %s", res.Files, res.Links, res.Skipped, text(r))
 	}
-	for name, target := range links {
+	if !strings.Contains(text(r), "skipped (absolute symlinks, symlinks leading out of the folder)") {
+		t.Fatalf("the text does not say what was skipped: %s", text(r))
+	}
+	for name, target := range kept {
 		got, err := os.Readlink(filepath.Join(res.Dest, name))
 		if err != nil || got != target {
 			t.Errorf("%s: %q %v, want a link to %q", name, got, err, target)
+		}
+	}
+	for _, sk := range res.SkippedEntries {
+		want := "symlink_outside_folder"
+		if filepath.IsAbs(skipped[sk.Path]) {
+			want = "absolute_symlink"
+		}
+		if target, ok := skipped[sk.Path]; !ok || sk.Target != target || sk.Reason != want {
+			t.Errorf("skipped %+v; want %s, target %q", sk, want, target)
+		}
+		if _, err := os.Lstat(filepath.Join(res.Dest, sk.Path)); err == nil {
+			t.Errorf("%s was made", sk.Path)
 		}
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "mine" {
