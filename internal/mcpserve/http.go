@@ -112,8 +112,8 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 						o.MaxSessions, o.Path, SessionHeader)}, http.StatusServiceUnavailable)
 					return
 				}
-				defer slot.release()
 				w = &openRecorder{ResponseWriter: w, opened: slot.open}
+				defer func() { slot.release(w.Header().Get(SessionHeader)) }()
 			}
 		}
 		if IsModern(version) {

@@ -113,13 +113,21 @@ func (s *slot) open(id string) {
 	s.t.use[id] = &sessionUse{last: time.Now()}
 }
 
-// release gives the slot back if no session took it.
-func (s *slot) release() {
+// release ends the initialize: the slot goes back, or to the session id
+// its answer named if no answer was heard (its client left first, say).
+// Otherwise such a session, open in the SDK, would count against no cap.
+func (s *slot) release(id string) {
 	s.t.mu.Lock()
 	defer s.t.mu.Unlock()
-	if s.held {
-		s.held = false
-		s.t.pending--
+	if !s.held {
+		return
+	}
+	s.held = false
+	s.t.pending--
+	if id != "" {
+		// Gone from the SDK already (a failed initialize)? The next
+		// reserve forgets it.
+		s.t.use[id] = &sessionUse{last: time.Now()}
 	}
 }
 
