@@ -22,6 +22,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/bridge/cli"
 	"github.com/trycua/cua-spacesd/bridge/hostfs"
 	"github.com/trycua/cua-spacesd/bridge/mcp"
@@ -84,7 +85,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "mcp-config":
 		return mcpconfig.Main(rest, mcpconfig.Defaults{
 			Listen: mcp.DefaultListen, Path: mcp.MCPPath, TokenFileName: tokenFileName,
-			ReadToken: func(path string) (string, error) { return loadOrCreateToken(path, false) },
 		}, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "cua-bridge", version)
@@ -233,22 +233,16 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 // loadOrCreateToken reads the bearer token from path; when create is set and
 // the file does not exist, it writes a fresh random token there (0600).
 func loadOrCreateToken(path string, create bool) (string, error) {
-	b, err := os.ReadFile(path)
-	if err == nil {
-		tok := strings.TrimSpace(string(b))
-		if tok == "" {
-			return "", fmt.Errorf("token file %s is empty", path)
-		}
-		return tok, nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) || !create {
-		return "", fmt.Errorf("read token file: %w", err)
+	// As mcp-config reads it, so that the config and the server agree.
+	tok, err := registry.ReadTokenFile(path)
+	if err == nil || api.KindOf(err) != api.KindNotFound || !create {
+		return tok, err
 	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
 		return "", err
 	}
-	tok := hex.EncodeToString(raw)
+	tok = hex.EncodeToString(raw)
 	// O_EXCL: a second bridge starting at the same time keeps the first token.
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {

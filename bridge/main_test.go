@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/bridge/registry"
 )
 
 // The tools' roots: --root flags, else CUA_BRIDGE_ROOTS, else the working
@@ -39,5 +42,30 @@ func TestMCPRefusesARootInsideItsHome(t *testing.T) {
 	code := run(t.Context(), []string{"mcp", "--home", home, "--root", inside}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
 	if code != 1 || !strings.Contains(stderr.String(), "inside $CUA_HOME") {
 		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+}
+
+// serve reads its token file as mcp-config does: the first line, and a file
+// of several tokens (here the registry's tokens.json) is refused, not taken
+// whole as the token every client must then send.
+func TestServeRefusesAFileOfSeveralTokens(t *testing.T) {
+	home := t.TempDir()
+	reg, err := registry.Open(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Add(t.Context(), "a", "http://127.0.0.1:3211", "space-a-token"); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := loadOrCreateToken(filepath.Join(home, registry.TokensFile), false)
+	if api.KindOf(err) != api.KindInvalidArgument || tok != "" || !strings.Contains(err.Error(), "holds JSON") {
+		t.Fatalf("tokens.json as serve's token file: %q, %v; want invalid_argument naming JSON", tok, err)
+	}
+	one := filepath.Join(t.TempDir(), "bridge.token")
+	if err := os.WriteFile(one, []byte("serve-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := loadOrCreateToken(one, false); err != nil || tok != "serve-token" {
+		t.Fatalf("one token: %q, %v", tok, err)
 	}
 }

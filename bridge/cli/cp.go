@@ -107,6 +107,9 @@ func (env Env) runCp(ctx context.Context, args []string) int {
 		return env.fail(ExitFailure, cpError(err))
 	}
 	fmt.Fprintln(env.Stdout, cpSummary(src, dst, res))
+	for _, line := range skipLines(res) {
+		fmt.Fprintln(env.Stderr, line)
+	}
 	return ExitOK
 }
 
@@ -126,6 +129,25 @@ func cpError(err error) error {
 	return err
 }
 
+// skipLines name, one a line, what a folder download did not copy.
+func skipLines(r *transfer.Result) []string {
+	var lines []string
+	for _, sk := range r.SkippedEntries {
+		switch sk.Reason {
+		case transfer.SkipAbsoluteLink:
+			lines = append(lines, fmt.Sprintf("skipped %s -> %s: an absolute symlink (it would name a path of this machine)", sk.Path, sk.Target))
+		case transfer.SkipOutsideLink:
+			lines = append(lines, fmt.Sprintf("skipped %s -> %s: a symlink leading out of the folder", sk.Path, sk.Target))
+		default:
+			lines = append(lines, fmt.Sprintf("skipped %s: a special file (socket, FIFO or device)", sk.Path))
+		}
+	}
+	if more := r.Skipped - len(r.SkippedEntries); more > 0 {
+		lines = append(lines, fmt.Sprintf("skipped %d more", more))
+	}
+	return lines
+}
+
 // cpSummary is the line cp prints for a finished copy.
 func cpSummary(src, dst location, r *transfer.Result) string {
 	to := r.Dest
@@ -138,8 +160,8 @@ func cpSummary(src, dst location, r *transfer.Result) string {
 		if r.Links > 0 {
 			what += fmt.Sprintf(", %d symlinks", r.Links)
 		}
-		if r.Skipped > 0 {
-			what += fmt.Sprintf(", %d special files skipped", r.Skipped)
+		if sk := r.SkipSummary(); sk != "" {
+			what += ", " + sk
 		}
 	}
 	sum := "sha256 " + r.SHA256

@@ -276,3 +276,34 @@ func TestCpFolders(t *testing.T) {
 		t.Fatalf("temporary folders left behind: %v", left)
 	}
 }
+
+// cp of a folder from a Space makes only the symlinks that stay inside it;
+// an absolute one (it would name /etc of this machine) and one that climbs
+// out are skipped, counted in the summary and named on stderr.
+func TestCpFolderDownloadSkipsLinksLeadingOut(t *testing.T) {
+	s := startSpace(t, spacesdtest.Options{})
+	tree := filepath.Join(t.TempDir(), "tree")
+	if err := os.MkdirAll(tree, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(tree, "a.txt"), []byte("a"), 0o644)
+	for name, target := range map[string]string{"in": "a.txt", "etc": "/etc", "up": "../x"} {
+		if err := os.Symlink(target, filepath.Join(tree, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	back := filepath.Join(t.TempDir(), "back")
+	r := run(t.Context(), s.home, "", "cp", "dev:"+tree, back)
+	if r.code != 0 || !strings.Contains(r.stdout, "1 symlinks, 2 skipped (absolute symlinks, symlinks leading out of the folder)") ||
+		!strings.Contains(r.stderr, "skipped etc -> /etc: an absolute symlink") || !strings.Contains(r.stderr, "skipped up -> ../x: a symlink leading out of the folder") {
+		t.Fatalf("folder download: %+v", r)
+	}
+	if target, err := os.Readlink(filepath.Join(back, "in")); err != nil || target != "a.txt" {
+		t.Fatalf("in: %q %v", target, err)
+	}
+	for _, name := range []string{"etc", "up"} {
+		if _, err := os.Lstat(filepath.Join(back, name)); err == nil {
+			t.Errorf("%s was made", name)
+		}
+	}
+}

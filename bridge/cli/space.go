@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
-	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -61,11 +59,11 @@ func (env Env) spaceAdd(ctx context.Context, args []string) int {
 	}
 	tok := *token
 	if *tokenFile != "" {
-		b, err := os.ReadFile(*tokenFile)
-		if err != nil {
-			return env.fail(ExitFailure, api.Errorf(api.KindIO, "read token file %s: %w", *tokenFile, err))
+		// One token, as the daemon reads its own file: a file of several
+		// (the registry's tokens.json) would go whole to the Space.
+		if tok, err = registry.ReadTokenFile(*tokenFile); err != nil {
+			return env.fail(ExitFailure, err)
 		}
-		tok = strings.TrimSpace(string(b))
 	}
 	if err := registry.ValidName(name); err != nil {
 		return env.fail(ExitFailure, err)

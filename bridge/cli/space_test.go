@@ -148,3 +148,45 @@ func TestCommandsReachSpacesThroughTheFactory(t *testing.T) {
 		t.Fatalf("exec: %+v", r)
 	}
 }
+
+// space add reads --token-file as the daemon reads its own (the first
+// line): a file of several tokens, such as the registry's tokens.json, is
+// refused before anything is sent, instead of going whole to the Space as
+// one Bearer value.
+func TestSpaceAddRefusesAFileOfSeveralTokens(t *testing.T) {
+	seed := t.TempDir()
+	reg, err := registry.Open(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const secret = "other-space-secret-token"
+	if _, err := reg.Add(t.Context(), "other", "http://127.0.0.1:3211", secret); err != nil {
+		t.Fatal(err)
+	}
+	// Stands where the Space would: it hears every Authorization sent.
+	heard := make(chan string, 16)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		heard <- r.Header.Get("Authorization")
+		http.Error(w, "no", http.StatusUnauthorized)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	home := t.TempDir()
+	r := run(t.Context(), home, "", "space", "add", "dev", "http://"+ln.Addr().String(), "--token-file", filepath.Join(seed, registry.TokensFile))
+	if r.code == 0 || !strings.Contains(r.stderr, "invalid_argument") || !strings.Contains(r.stderr, "holds JSON") || strings.Contains(r.stderr, secret) {
+		t.Fatalf("space add with tokens.json as the token file: %+v; want invalid_argument naming JSON, without the token", r)
+	}
+	select {
+	case a := <-heard:
+		t.Fatalf("the Space was sent Authorization %q", a)
+	default:
+	}
+	if r := run(t.Context(), home, "", "space", "ls"); strings.Contains(r.stdout, "dev") {
+		t.Fatalf("refused Space was registered:\n%s", r.stdout)
+	}
+}

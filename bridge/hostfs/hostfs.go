@@ -159,9 +159,11 @@ func (h *FS) Open(p string) (*os.File, error) {
 		}
 		return f, nil
 	}
-	real, err := filepath.EvalSymlinks(abs)
+	// Checked before anything says whether it exists: outside the roots,
+	// a missing path is refused as an existing one is.
+	real, err := resolveMaybeMissing(abs)
 	if err != nil {
-		return nil, pathError("open", abs, err)
+		return nil, err
 	}
 	root, rel, err := h.check(p, real)
 	if err != nil {
@@ -281,33 +283,55 @@ func within(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
-// resolveMaybeMissing resolves the symlinks of the longest existing prefix
-// of p (absolute, clean) and appends the rest: where p would land if made.
+// maxLinks bounds the symlinks followed in resolving one path, as the
+// kernel's own limit (40) does.
+const maxLinks = 40
+
+// resolveMaybeMissing resolves p's symlinks, one component at a time, as
+// far as they resolve, and appends the rest as written: where p would land
+// if made. A component that cannot be resolved (missing, under a file, out
+// of reach, a dangling link or a loop) ends the resolution, whatever the
+// reason, so that what a confined FS answers for a path outside its roots
+// says nothing of what is there; a path inside them then fails its open
+// with the real reason.
 func resolveMaybeMissing(p string) (string, error) {
 	abs, err := filepath.Abs(p)
 	if err != nil {
 		return "", api.Errorf(api.KindInvalidArgument, "path %s: %w", p, err)
 	}
-	var rest []string
-	cur := abs
-	for {
-		real, err := filepath.EvalSymlinks(cur)
-		if err == nil {
-			for i := len(rest) - 1; i >= 0; i-- {
-				real = filepath.Join(real, rest[i])
-			}
-			return real, nil
+	cur := "/" // resolved: no symlink in it
+	rest := strings.Split(abs, "/")
+	links := 0
+	for len(rest) > 0 {
+		c := rest[0]
+		rest = rest[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
 		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return "", pathError("resolve", cur, err)
+		next := filepath.Join(cur, c)
+		fi, err := os.Lstat(next)
+		if err == nil && fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
 		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return "", pathError("resolve", abs, err)
+		var target string
+		if err == nil && links < maxLinks {
+			target, err = os.Readlink(next)
 		}
-		rest = append(rest, filepath.Base(cur))
-		cur = parent
+		if err != nil || target == "" || links >= maxLinks {
+			return filepath.Join(append([]string{next}, rest...)...), nil
+		}
+		links++
+		if filepath.IsAbs(target) {
+			cur = "/"
+		}
+		rest = append(strings.Split(target, "/"), rest...)
 	}
+	return cur, nil
 }
 
 // openRoot opens a root directory (resolved when configured).

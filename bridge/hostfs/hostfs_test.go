@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -254,5 +255,48 @@ func TestRemoveAllFollowsNoSymlink(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(tr.outside, "secret")); err != nil {
 		t.Fatal("RemoveAll followed the link and removed what it pointed at")
+	}
+}
+
+// Outside the roots, Open and Stat refuse a path with the same kind and
+// message whatever is there: a file, nothing, a path under a file, a
+// symlink loop, a folder out of reach, or a dangling link in a root that
+// points out. Only the path named differs.
+func TestConfinedSaysNothingOfWhatIsOutside(t *testing.T) {
+	tr := newTree(t)
+	symlink(t, filepath.Join(tr.outside, "loop"), filepath.Join(tr.outside, "loop"))
+	locked := filepath.Join(tr.outside, "locked")
+	if err := os.Mkdir(locked, 0o000); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(locked, 0o755) })
+	symlink(t, filepath.Join(tr.outside, "gone"), filepath.Join(tr.root, "dangling-out"))
+	symlink(t, filepath.Join(tr.outside, "secret"), filepath.Join(tr.root, "to-secret"))
+	paths := []string{
+		filepath.Join(tr.outside, "secret"),
+		filepath.Join(tr.outside, "gone"),
+		filepath.Join(tr.outside, "secret", "x"),
+		filepath.Join(tr.outside, "loop"),
+		filepath.Join(tr.outside, "loop", "x"),
+		filepath.Join(locked, "x"),
+		filepath.Join(tr.root, "dangling-out"),
+		filepath.Join(tr.root, "to-secret"),
+	}
+	named := regexp.MustCompile(`path .* is outside`)
+	for op, f := range map[string]func(string) error{
+		"open": func(p string) error { _, err := tr.h.Open(p); return err },
+		"stat": func(p string) error { _, err := tr.h.Stat(p); return err },
+	} {
+		var first string
+		for _, p := range paths {
+			err := f(p)
+			wantRefused(t, err, "outside the folders")
+			msg := named.ReplaceAllString(err.Error(), "P")
+			if first == "" {
+				first = msg
+			} else if msg != first {
+				t.Fatalf("%s %s: %q, unlike %q", op, p, msg, first)
+			}
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -100,6 +101,84 @@ func TestHostPathsConfinedToRoots(t *testing.T) {
 	}
 }
 
+// pathsOut is the path a refusal names, before what it says of it.
+var pathsOut = regexp.MustCompile(`path .* is outside`)
+
+// add_space's ca_file is a host path like upload's: confined to the roots,
+// never in $CUA_HOME, and a path outside them is refused with the same kind
+// and message whether it exists or not (the tool read any file, and its two
+// messages told which paths existed). Upload's refusal says no more.
+func TestAddSpaceCAFileConfined(t *testing.T) {
+	e := newEnv(t)
+	cs := e.client(t, nil)
+	home := e.reg.Dir()
+	tokens := filepath.Join(home, registry.TokensFile)
+	outside, err := os.MkdirTemp("", "outside-root-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(outside) })
+	secret := filepath.Join(outside, "secret.pem")
+	os.WriteFile(secret, []byte("secret"), 0o600)
+	local := t.TempDir()
+	os.Symlink(tokens, filepath.Join(local, "to-tokens"))
+	os.Symlink(filepath.Join(outside, "gone.pem"), filepath.Join(local, "dangling-out"))
+	os.Symlink(secret, filepath.Join(local, "to-secret"))
+
+	addSpace := func(caFile string) *sdk.CallToolResult {
+		return call(t, cs, "add_space", map[string]any{"url": "https://127.0.0.1:1", "name": "ca", "ca_file": caFile})
+	}
+	refusal := func(tool, p string) string {
+		t.Helper()
+		var r *sdk.CallToolResult
+		if tool == "add_space" {
+			r = addSpace(p)
+		} else {
+			r = call(t, cs, "upload", map[string]any{"space": "s1", "path": p, "dest": t.TempDir() + "/"})
+		}
+		if k := errKind(t, r); k != string(api.KindInvalidArgument) {
+			t.Fatalf("%s %s: kind %s: %s", tool, p, k, text(r))
+		}
+		return text(r)
+	}
+	for _, p := range []string{tokens, filepath.Join(local, "to-tokens")} {
+		if msg := refusal("add_space", p); !strings.Contains(msg, "$CUA_HOME") {
+			t.Fatalf("ca_file %s: %s", p, msg)
+		}
+	}
+	// Pairs that differ only in whether the path outside exists.
+	for _, tool := range []string{"add_space", "upload"} {
+		for _, pair := range [][2]string{
+			{secret, filepath.Join(outside, "gone.pem")},
+			{secret, filepath.Join(outside, "no", "such", "dir.pem")},
+			{filepath.Join(secret, "x"), filepath.Join(outside, "gone.pem", "x")},
+			{filepath.Join(local, "to-secret"), filepath.Join(local, "dangling-out")},
+		} {
+			there, missing := refusal(tool, pair[0]), refusal(tool, pair[1])
+			if !strings.Contains(there, "outside the folders") {
+				t.Fatalf("%s %s: %s", tool, pair[0], there)
+			}
+			// The paths aside (through a link, the message names where it
+			// leads), the two say the same.
+			if pathsOut.ReplaceAllString(there, "P") != pathsOut.ReplaceAllString(missing, "P") {
+				t.Fatalf("%s tells an existing path outside from a missing one:\n%s\n%s", tool, there, missing)
+			}
+		}
+	}
+	if _, err := e.reg.Resolve("ca"); api.KindOf(err) != api.KindNotFound {
+		t.Fatalf("a refused Space was registered: %v", err)
+	}
+	// Inside the roots, a missing file is simply not there, and a file that
+	// holds no certificate says so.
+	if r := addSpace(filepath.Join(local, "none.pem")); errKind(t, r) != string(api.KindNotFound) {
+		t.Fatalf("a missing CA file in the roots: %s", text(r))
+	}
+	os.WriteFile(filepath.Join(local, "plain.pem"), []byte("not a certificate"), 0o600)
+	if r := addSpace(filepath.Join(local, "plain.pem")); errKind(t, r) != string(api.KindInvalidArgument) || !strings.Contains(text(r), "no PEM certificate") {
+		t.Fatalf("a CA file without certificates: %s", text(r))
+	}
+}
+
 // A device or FIFO is not a file to copy: /dev/zero would be hashed
 // forever, a FIFO blocks its first read, /dev/null would land as an empty
 // file.
@@ -120,23 +199,35 @@ func TestUploadRefusesSpecialFiles(t *testing.T) {
 	}
 }
 
-// A folder's symlinks come down as the same symlinks (relative, absolute,
-// to a folder, dangling), never followed: the file an absolute link names
-// on this machine is not touched, nor copied from the Space.
-func TestDownloadKeepsSymlinks(t *testing.T) {
+// A folder's symlinks that stay inside it come down as the same symlinks
+// (relative, to a folder, to the folder itself, dangling, a loop), never
+// followed.
+// The rest are skipped and listed with the reason: absolute ones (to /etc,
+// into $CUA_HOME, to a file of this machine), ones that climb out with
+// "..", and ones that climb out through another link of the folder (here
+// "anc", a link to the folder's own top, which the text "anc/../x" hides).
+func TestDownloadKeepsOnlySymlinksInside(t *testing.T) {
 	e := newEnv(t)
 	cs := e.client(t, nil)
 	src := filepath.Join(t.TempDir(), "tree")
-	if err := os.MkdirAll(filepath.Join(src, "a"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(src, "a", "b"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(src, "a", "one.txt"), []byte("1"), 0o644)
 	victim := filepath.Join(t.TempDir(), "victim.txt")
 	os.WriteFile(victim, []byte("mine"), 0o644)
-	links := map[string]string{"rel": "a/one.txt", "abs": victim, "dir": "a", "dangling": "no/such", "a/up": "../rel"}
-	for name, target := range links {
-		if err := os.Symlink(target, filepath.Join(src, name)); err != nil {
-			t.Fatal(err)
+	kept := map[string]string{"rel": "a/one.txt", "dir": "a", "dangling": "no/such", "a/up": "../rel",
+		"a/b/top": "../..", "a/b/via": "../../rel", "a/anc": "..", "loop1": "a/../loop2", "loop2": "loop1"}
+	skipped := map[string]string{
+		"etc": "/etc", "home": e.reg.Dir(), "tokens": filepath.Join(e.reg.Dir(), registry.TokensFile), "abs": victim,
+		"esc": "../x", "a/esc": "../../x", "a/b/esc": "../../../..", "deep": "a/b/../../../x",
+		"through": "a/anc/../x", "chain": "etc/passwd",
+	}
+	for _, m := range []map[string]string{kept, skipped} {
+		for name, target := range m {
+			if err := os.Symlink(target, filepath.Join(src, name)); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	local := t.TempDir()
@@ -145,17 +236,33 @@ func TestDownloadKeepsSymlinks(t *testing.T) {
 		t.Fatal(text(r))
 	}
 	var res struct {
-		Dest         string
-		Files, Links int
+		Dest                  string
+		Files, Links, Skipped int
+		SkippedEntries        []struct{ Path, Reason, Target string } `json:"skipped_entries"`
 	}
 	structured(t, r, &res)
-	if res.Files != 1 || res.Links != len(links) {
-		t.Fatalf("files %d links %d: %s", res.Files, res.Links, text(r))
+	if res.Files != 1 || res.Links != len(kept) || res.Skipped != len(skipped) || len(res.SkippedEntries) != len(skipped) {
+		t.Fatalf("files %d links %d skipped %d: %s", res.Files, res.Links, res.Skipped, text(r))
 	}
-	for name, target := range links {
+	if !strings.Contains(text(r), "skipped (absolute symlinks, symlinks leading out of the folder)") {
+		t.Fatalf("the text does not say what was skipped: %s", text(r))
+	}
+	for name, target := range kept {
 		got, err := os.Readlink(filepath.Join(res.Dest, name))
 		if err != nil || got != target {
 			t.Errorf("%s: %q %v, want a link to %q", name, got, err, target)
+		}
+	}
+	for _, sk := range res.SkippedEntries {
+		want := "symlink_outside_folder"
+		if filepath.IsAbs(skipped[sk.Path]) {
+			want = "absolute_symlink"
+		}
+		if target, ok := skipped[sk.Path]; !ok || sk.Target != target || sk.Reason != want {
+			t.Errorf("skipped %+v; want %s, target %q", sk, want, target)
+		}
+		if _, err := os.Lstat(filepath.Join(res.Dest, sk.Path)); err == nil {
+			t.Errorf("%s was made", sk.Path)
 		}
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "mine" {

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/netip"
 	"net/url"
@@ -22,10 +21,9 @@ type Defaults struct {
 	// Listen is serve's --listen default and Path where it answers MCP.
 	Listen string
 	Path   string
-	// TokenFileName is serve's token file under the registry directory.
+	// TokenFileName is serve's token file under the registry directory
+	// (read, as serve reads it, with registry.ReadTokenFile).
 	TokenFileName string
-	// ReadToken reads a token file as serve does (trimmed, never empty).
-	ReadToken func(path string) (string, error)
 	// Executable is the bridge's path; "" means this process's own.
 	Executable string
 }
@@ -128,22 +126,25 @@ func server(d Defaults, home string, useHTTP bool, listen, tokenFile string, sho
 	if s.TokenFile, err = filepath.Abs(tokenFile); err != nil {
 		return Server{}, "", api.Errorf(api.KindEnv, "token file: %w", err)
 	}
+	// Read even without --show-token: a file that holds more than one token
+	// (the registry's tokens.json, say) would be pasted whole as the Bearer
+	// value by the hosts' own indirections, and serve refuses it anyway.
+	tok, err := registry.ReadTokenFile(s.TokenFile)
+	kind := api.KindOf(err)
 	notes := ""
-	switch _, err := os.Stat(s.TokenFile); {
-	case showToken:
-		tok, err := d.ReadToken(s.TokenFile)
-		if err != nil {
-			kind := api.KindIO
-			if errors.Is(err, fs.ErrNotExist) {
-				kind = api.KindNotFound
-			}
-			return Server{}, "", api.Errorf(kind, "%w", err).
-				WithHint("start `cua-bridge serve` once with this registry (it writes the token there), or pass the --token-file that serve uses")
+	switch {
+	case err == nil:
+		if showToken {
+			s.Token = tok
 		}
-		s.Token = tok
-	case errors.Is(err, fs.ErrNotExist) && !explicit:
+	case kind == api.KindInvalidArgument:
+		return Server{}, "", err
+	case showToken:
+		return Server{}, "", api.AsError(err).
+			WithHint("start `cua-bridge serve` once with this registry (it writes the token there), or pass the --token-file that serve uses")
+	case kind == api.KindNotFound && !explicit:
 		notes = "Note: " + s.TokenFile + " does not exist yet: `cua-bridge serve` writes it when it first starts with this registry.\n"
-	case errors.Is(err, fs.ErrNotExist):
+	case kind == api.KindNotFound:
 		notes = "Note: " + s.TokenFile + " does not exist: `cua-bridge serve --token-file` needs it to hold the token.\n"
 	}
 	return s, notes, nil

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,24 +11,12 @@ import (
 	"testing"
 
 	"github.com/trycua/cua-spacesd/bridge/mcpconfig"
+	"github.com/trycua/cua-spacesd/bridge/registry"
 )
 
-// defaults are serve's, as bridge/main.go hands them in; the token reader
-// reads as serve does (trimmed, never empty).
+// defaults are serve's, as bridge/main.go hands them in.
 func defaults(exe string) mcpconfig.Defaults {
-	return mcpconfig.Defaults{
-		Listen: "127.0.0.1:3210", Path: "/mcp", TokenFileName: "bridge.token", Executable: exe,
-		ReadToken: func(path string) (string, error) {
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return "", fmt.Errorf("read token file: %w", err)
-			}
-			if tok := strings.TrimSpace(string(b)); tok != "" {
-				return tok, nil
-			}
-			return "", fmt.Errorf("token file %s is empty", path)
-		},
-	}
+	return mcpconfig.Defaults{Listen: "127.0.0.1:3210", Path: "/mcp", TokenFileName: "bridge.token", Executable: exe}
 }
 
 func run(t *testing.T, d mcpconfig.Defaults, args ...string) (code int, stdout, stderr string) {
@@ -223,5 +210,62 @@ func TestMainSaysWhenTheTokenFileIsMissing(t *testing.T) {
 	code, _, stderr = run(t, defaults("/bin/sh"), "--client", "cursor", "--http", "--token-file", "/nonexistent/t")
 	if code != 0 || !strings.Contains(stderr, "needs it to hold the token") {
 		t.Fatalf("explicit missing file: code %d, stderr %q", code, stderr)
+	}
+}
+
+// TestMainRefusesAFileOfSeveralTokens: a token file is read as serve and
+// cua-spacesd read theirs (the first line, trimmed), and one that holds more
+// than one token is refused, with or without --show-token: the registry's
+// tokens.json given as --token-file once became the Bearer value whole,
+// every Space's token in it, sent to the bridge by every host.
+func TestMainRefusesAFileOfSeveralTokens(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("CUA_HOME", home)
+	reg, err := registry.Open(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokA, tokB := "a-"+hex.EncodeToString([]byte("first space")), "b-"+hex.EncodeToString([]byte("other space"))
+	for name, tok := range map[string]string{"a": tokA, "b": tokB} {
+		if _, err := reg.Add(t.Context(), name, "http://127.0.0.1:3211", tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(name, content string) string {
+		p := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cases := []struct {
+		file, why string
+	}{
+		{filepath.Join(home, registry.TokensFile), "holds JSON"},
+		{write("one-line.json", `{"tokens":{"a":"`+tokA+`","b":"`+tokB+`"}}`), "holds JSON"},
+		{write("two.token", tokA+"\n"+tokB+"\n"), "holds 2 non-empty lines"},
+		{write("blank-first.token", "\n"+tokA+"\n"), "its first line is empty"},
+		{write("empty.token", " \n\n"), "is empty"},
+	}
+	for _, c := range cases {
+		for _, show := range []bool{false, true} {
+			args := []string{"--client", "cursor", "--http", "--token-file", c.file}
+			if show {
+				args = append(args, "--show-token")
+			}
+			code, stdout, stderr := run(t, defaults("/bin/sh"), args...)
+			if code != 2 || stdout != "" || !strings.Contains(stderr, "invalid_argument") || !strings.Contains(stderr, c.why) {
+				t.Errorf("%v: code %d, stdout %q, stderr %q; want 2, nothing, invalid_argument and %q", args, code, stdout, stderr, c.why)
+			}
+			if strings.Contains(stdout+stderr, tokA) || strings.Contains(stdout+stderr, tokB) {
+				t.Errorf("%v printed a token: %s %s", args, stdout, stderr)
+			}
+		}
+	}
+	// One token, with the blanks and line ends editors leave, is that token.
+	f := write("ok.token", "  "+tokA+"\r\n\n")
+	code, stdout, stderr := run(t, defaults("/bin/sh"), "--client", "generic", "--http", "--token-file", f, "--show-token")
+	if got := parse(t, t.TempDir(), mcpconfig.Generic, stdout); code != 0 || got.Auth != "Bearer "+tokA {
+		t.Fatalf("one token: code %d, Authorization %q, stderr %q; want %q", code, got.Auth, stderr, "Bearer "+tokA)
 	}
 }

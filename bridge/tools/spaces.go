@@ -76,9 +76,9 @@ func addSpaceTool(d *Deps) *spacetools.Tool {
 			"token":       spacetools.Str("The Space's bearer token (empty for a loopback spacesd without one)."),
 			"name":        spacetools.Str("A short name for the Space (letters, digits, '.', '_', '-'); default derived from the URL."),
 			"fingerprint": spacetools.Str("For an https Space: pin its certificate by the sha256:... fingerprint cua-spacesd printed (--tls-self-signed)."),
-			"ca_file":     spacetools.Str("For an https Space: a PEM file (on this machine) of the CAs that sign its certificate."),
+			"ca_file":     spacetools.Str("For an https Space: a PEM file of the CAs that sign its certificate, on this machine under the folders the bridge's tools may use (as upload's path)."),
 		}),
-		Errors: []api.Kind{api.KindUnauthenticated, api.KindSpacesdNotAvailable, api.KindEnv, api.KindIO},
+		Errors: []api.Kind{api.KindUnauthenticated, api.KindSpacesdNotAvailable, api.KindEnv, api.KindNotFound, api.KindIO},
 		Result: "the Space as list_spaces shows it: {space, name, url, online, version, features}",
 		Run: func(ctx context.Context, c *spacetools.Call) (*mcpserve.Result, error) {
 			var a struct {
@@ -94,6 +94,11 @@ func addSpaceTool(d *Deps) *spacetools.Tool {
 			}
 			if a.Name != "" {
 				if err := registry.ValidName(a.Name); err != nil {
+					return nil, err
+				}
+			}
+			if a.CAFile != "" {
+				if a.CAFile, err = d.hostCAFile(a.CAFile); err != nil {
 					return nil, err
 				}
 			}
@@ -116,6 +121,31 @@ func addSpaceTool(d *Deps) *spacetools.Tool {
 			return &mcpserve.Result{Text: fmt.Sprintf("added space %s (%s), spacesd %s, features: %s", e.Name, e.URL, v.Version, strings.Join(v.Features, ", ")), Structured: v}, nil
 		},
 	}
+}
+
+// hostCAFile checks add_space's ca_file as every host path of the tools is
+// checked (under the roots, never in $CUA_HOME, the same refusal whether
+// or not a path outside exists) and answers it resolved, for the registry
+// to keep. Unconfined, the tool read any file of this machine, and its
+// errors told which paths existed.
+func (d *Deps) hostCAFile(p string) (string, error) {
+	if d.Host == nil {
+		return "", api.Errorf(api.KindInvalidArgument, "add_space: ca_file: this bridge gives its tools no folder of this machine").
+			WithHint("start the bridge with --root DIR, or pin the certificate with fingerprint instead")
+	}
+	f, err := d.Host.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", api.Errorf(api.KindIO, "ca_file %s: %w", p, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", api.Errorf(api.KindInvalidArgument, "ca_file %s is not a regular file (a PEM file of CA certificates)", p)
+	}
+	return f.Name(), nil
 }
 
 func removeSpaceTool(d *Deps) *spacetools.Tool {

@@ -68,8 +68,8 @@ func downloadTool(d *Deps) *spacetools.Tool {
 		Output: spacetools.OutputOf[TransferResult](),
 		Description: "Copy a file or folder from a Space to the bridge's machine, under its root folders. Never overwrites: an existing name " +
 			"becomes \"name (1).ext\". Each file's sha256 is checked against the Space's, and it lands atomically; a broken connection " +
-			"resumes where it stopped. A folder's symlinks are recreated as symlinks (never followed while writing); its special files " +
-			"are skipped and counted. Progress notifications are sent when the call carries a progressToken. " +
+			"resumes where it stopped. A folder's symlinks that stay inside it are recreated as symlinks (never followed while writing); " +
+			"absolute ones, ones leading out of the folder and special files are skipped, and listed in skipped_entries with the reason. Progress notifications are sent when the call carries a progressToken. " +
 			"If dest is an existing directory (or ends in /) the source goes inside it; missing parent folders are made.",
 		Schema: spacetools.Object([]string{"path", "dest"}, map[string]*jsonschema.Schema{
 			"path": spacetools.NonEmpty("Absolute source path (file or folder) in the Space."),
@@ -77,7 +77,7 @@ func downloadTool(d *Deps) *spacetools.Tool {
 		}),
 		Requires: []api.Feature{api.FeatureFiles},
 		Errors:   []api.Kind{api.KindTransferFailed, api.KindIO, api.KindNotFound},
-		Result:   "JSON {source, dest, kind, files, bytes, sha256, verified, links?, skipped?}",
+		Result:   "JSON {source, dest, kind, files, bytes, sha256, verified, links?, skipped?, skipped_entries?: [{path, reason, target?}]}",
 		Run: func(ctx context.Context, c *spacetools.Call) (*mcpserve.Result, error) {
 			var a struct{ Path, Dest string }
 			if err := spacetools.Decode(c, "download", &a); err != nil {
@@ -141,8 +141,8 @@ func transferText(verb string, r *transfer.Result) string {
 	if r.Links > 0 {
 		extra += fmt.Sprintf(", %d symlinks", r.Links)
 	}
-	if r.Skipped > 0 {
-		extra += fmt.Sprintf(", %d special files skipped", r.Skipped)
+	if sk := r.SkipSummary(); sk != "" {
+		extra += ", " + sk
 	}
 	return fmt.Sprintf("%s %s %s -> %s (%d files, %d bytes%s, sha256 %s, %s)", verb, r.Kind, r.Source, r.Dest, r.Files, r.Bytes, extra, r.SHA256, v)
 }

@@ -22,9 +22,15 @@ type folderEntry struct {
 // folderPlan is what a folder download makes, from a checked listing.
 type folderPlan struct {
 	dirs, files, links []folderEntry // each sorted by rel
-	skipped            int
+	skips              []Skip        // sorted by path
 	bytes              int64
 }
+
+// maxFolderLinkHops bounds the symlinks followed in resolving one link of
+// a downloaded folder: Linux's own limit (40; others' is lower), so a
+// resolution that hops that often without leaving the folder is one the
+// kernel refuses too.
+const maxFolderLinkHops = 40
 
 // planFolder checks the listing of src. The Space may be someone else's (a
 // shared relay Space), so nothing in it is trusted: an entry outside src, a
@@ -53,6 +59,12 @@ func planFolder(src string, entries []api.FileInfo) (*folderPlan, error) {
 		kinds[rel] = e.Type
 		all = append(all, folderEntry{rel: rel, info: e})
 	}
+	targets := map[string]string{}
+	for _, e := range all {
+		if e.info.Type == api.TypeSymlink {
+			targets[e.rel] = e.info.Target
+		}
+	}
 	for _, e := range all {
 		if dir := path.Dir(e.rel); dir != "." && kinds[dir] != api.TypeDir {
 			return nil, bad(e.info, "which is not below a listed folder")
@@ -71,15 +83,72 @@ func planFolder(src string, entries []api.FileInfo) (*folderPlan, error) {
 			if e.info.Target == "" || strings.ContainsRune(e.info.Target, 0) {
 				return nil, bad(e.info, "a symlink without a usable target")
 			}
+			if why := leadsOut(kinds, targets, e.rel); why != "" {
+				p.skips = append(p.skips, Skip{Path: e.rel, Reason: why, Target: e.info.Target})
+				continue
+			}
 			p.links = append(p.links, e)
 		default:
-			p.skipped++
+			p.skips = append(p.skips, Skip{Path: e.rel, Reason: SkipSpecialFile})
 		}
 	}
 	for _, l := range [][]folderEntry{p.dirs, p.files, p.links} {
 		sort.Slice(l, func(i, j int) bool { return l[i].rel < l[j].rel })
 	}
+	sort.Slice(p.skips, func(i, j int) bool { return p.skips[i].Path < p.skips[j].Path })
 	return p, nil
+}
+
+// leadsOut says why the symlink rel of the folder would lead out of it once
+// made here ("" when it stays inside): an absolute target names a place on
+// this machine (/etc, $CUA_HOME), not the Space's. A relative one is
+// resolved as the kernel will, within the folder as listed: ".." from the
+// link's own folder, through the folder's other links (one to an ancestor
+// makes a later ".." climb out, which the target's text alone does not
+// show); a name not in the listing is taken as written. kinds and targets
+// are the listing's, by rel.
+func leadsOut(kinds map[string]api.FileType, targets map[string]string, rel string) string {
+	target := targets[rel]
+	if path.IsAbs(target) {
+		return SkipAbsoluteLink
+	}
+	var cur []string // resolved: folders of the listing, or names beyond it
+	if dir := path.Dir(rel); dir != "." {
+		cur = strings.Split(dir, "/")
+	}
+	rest := strings.Split(target, "/")
+	hops := 0
+	for len(rest) > 0 {
+		c := rest[0]
+		rest = rest[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if len(cur) == 0 {
+				return SkipOutsideLink
+			}
+			cur = cur[:len(cur)-1]
+			continue
+		}
+		next := strings.Join(append(cur[:len(cur):len(cur)], c), "/")
+		if kinds[next] != api.TypeSymlink {
+			cur = append(cur, c)
+			continue
+		}
+		// A link of the folder: its target, from the folder holding it.
+		if hops++; hops > maxFolderLinkHops {
+			// A loop, each hop inside: here as in the Space, the kernel
+			// gives up (ELOOP) by this many, before it gets anywhere.
+			return ""
+		}
+		t := targets[next]
+		if path.IsAbs(t) {
+			return SkipOutsideLink
+		}
+		rest = append(strings.Split(t, "/"), rest...)
+	}
+	return ""
 }
 
 // downloadFolder assembles src in a temporary folder next to name, then
@@ -138,7 +207,8 @@ func (s *Session) downloadFolder(ctx context.Context, src string, info *api.File
 			return "", err
 		}
 	}
-	res.Links, res.Skipped = len(plan.links), plan.skipped
+	res.Links, res.Skipped = len(plan.links), len(plan.skips)
+	res.SkippedEntries = plan.skips[:min(len(plan.skips), MaxSkipsListed)]
 	// Folder modes last, children before parents, so that a read-only
 	// folder does not stop its own filling; the temporary folder (0700)
 	// takes the source folder's mode.

@@ -7,8 +7,9 @@
 // resumes a partial file named after the remote size and time, is verified
 // by the sha256 the daemon sends as a trailer (or by sha256sum in the Space
 // for a resumed range), and is moved into place in one step. Folders go
-// both ways; a folder download keeps the Space's symlinks as symlinks and
-// never follows one while writing.
+// both ways; a folder download keeps the Space's symlinks that stay inside
+// the folder as symlinks (skipping and naming the rest) and never follows
+// one while writing.
 //
 // Local files are reached through a hostfs.FS: unconfined for a person at
 // the command line, confined to the user's roots for an agent.
@@ -19,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
@@ -92,11 +94,62 @@ type Result struct {
 	// only for a download the Space could not hash (no shell, no trailer):
 	// its size was checked.
 	Verified bool `json:"verified"`
-	// Links are the symlinks a folder download recreated.
+	// Links are the symlinks a folder download recreated: only those that
+	// lead to a place inside the folder.
 	Links int `json:"links,omitempty"`
-	// Skipped are entries of a downloaded folder that are neither file,
-	// folder nor symlink (sockets, FIFOs, devices): not copied.
-	Skipped int `json:"skipped,omitempty"`
+	// Skipped counts the entries of a downloaded folder not copied: special
+	// files (sockets, FIFOs, devices) and symlinks that lead out of the
+	// folder. SkippedEntries name them, the first MaxSkipsListed by path.
+	Skipped        int    `json:"skipped,omitempty"`
+	SkippedEntries []Skip `json:"skipped_entries,omitempty"`
+}
+
+// Skip is an entry of a downloaded folder that was not copied, and why.
+type Skip struct {
+	// Path is the entry's, relative to the folder (slash-separated).
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+	// Target is a symlink's, as the Space has it.
+	Target string `json:"target,omitempty"`
+}
+
+// Reasons of a Skip.
+const (
+	// SkipSpecialFile: a socket, FIFO or device, which has no content to copy.
+	SkipSpecialFile = "special_file"
+	// SkipAbsoluteLink: a symlink to an absolute path, which names a place
+	// on the Space's machine and would name one on this one (/etc,
+	// $CUA_HOME) instead.
+	SkipAbsoluteLink = "absolute_symlink"
+	// SkipOutsideLink: a relative symlink that leads out of the folder (by
+	// "..", or through another link of the folder).
+	SkipOutsideLink = "symlink_outside_folder"
+)
+
+// MaxSkipsListed bounds Result.SkippedEntries; Result.Skipped counts all.
+const MaxSkipsListed = 100
+
+// SkipSummary words what a folder download skipped ("" for nothing), for
+// the tools' and cp's one-line reports.
+func (r *Result) SkipSummary() string {
+	if r.Skipped == 0 {
+		return ""
+	}
+	words := map[string]string{
+		SkipAbsoluteLink: "absolute symlinks",
+		SkipOutsideLink:  "symlinks leading out of the folder",
+		SkipSpecialFile:  "special files",
+	}
+	var why []string
+	for _, reason := range []string{SkipAbsoluteLink, SkipOutsideLink, SkipSpecialFile} {
+		for _, sk := range r.SkippedEntries {
+			if sk.Reason == reason {
+				why = append(why, words[reason])
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d skipped (%s)", r.Skipped, strings.Join(why, ", "))
 }
 
 // Kinds of Result.

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,15 +24,17 @@ const (
 const (
 	// MaxSessions bounds the MCP sessions open at once. A client holds one
 	// or a few; hundreds mean sessions nobody ends, which idle expiry
-	// reclaims.
+	// reclaims. An initialize at the cap ends the session idle longest
+	// (sessionTable).
 	MaxSessions = 256
 	// SessionIdleTimeout ends a session that has had no request for that
 	// long (the SDK's SessionTimeout: a running call holds it open). A
 	// later request with its id answers 404, the transport's word for
 	// "start a new session", and a conforming client initializes again.
 	SessionIdleTimeout = time.Hour
-	// CodeTooManySessions is the JSON-RPC error of an initialize over
-	// MaxSessions (-32000..-32099 are the implementation's own).
+	// CodeTooManySessions is the JSON-RPC error of an initialize at
+	// MaxSessions when every session has a request running, so none can
+	// be evicted (-32000..-32099 are the implementation's own).
 	CodeTooManySessions = -32000
 )
 
@@ -48,7 +49,7 @@ type HTTPOptions struct {
 }
 
 // Handler serves MCP over streamable HTTP: the gate (JSON-RPC errors), the
-// session cap (503), then the SDK's streamable handler: the stateful one
+// session cap (evicting the session idle longest, or 503), then the SDK's streamable handler: the stateful one
 // for the revisions with sessions, a stateless one for ModernVersion
 // requests, which have none (serving them statefully would open a session
 // per request that nobody ends). It checks no credentials: the program
@@ -75,7 +76,7 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 		// closing its stream, and that must reach the tool.
 		PropagateRequestCancellation: true,
 	})
-	slots := &sessionSlots{max: o.MaxSessions, live: s.SessionCount}
+	table := newSessionTable(o.MaxSessions, s.SessionIDs, s.EndSession, s.log)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		version := r.Header.Get(VersionHeader)
 		if r.Method == http.MethodPost {
@@ -103,49 +104,32 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 			// Past the gate, a POST of the revisions with sessions and
 			// without a session id is an initialize: it opens a session.
 			if !IsModern(version) && r.Header.Get(SessionHeader) == "" {
-				release, ok := slots.reserve()
+				slot, ok := table.reserve()
 				if !ok {
-					s.log.Warn("MCP session refused: too many open", "max", o.MaxSessions)
+					s.log.Warn("MCP session refused: too many open, each with a request running", "max", o.MaxSessions)
 					writeViolation(w, &Violation{Code: CodeTooManySessions, Message: fmt.Sprintf(
-						"too many MCP sessions: %d are open, the most this server keeps; end unused ones (DELETE %s with their %s) or wait, a session idle for %v ends on its own",
-						o.MaxSessions, o.Path, SessionHeader, o.SessionIdle)}, http.StatusServiceUnavailable)
+						"too many MCP sessions: %d are open, the most this server keeps, and each has a request running; end unused ones (DELETE %s with their %s) or retry once one is idle",
+						o.MaxSessions, o.Path, SessionHeader)}, http.StatusServiceUnavailable)
 					return
 				}
-				defer release()
+				w = &openRecorder{ResponseWriter: w, opened: slot.open}
+				defer func() { slot.release(w.Header().Get(SessionHeader)) }()
 			}
 		}
 		if IsModern(version) {
 			stateless.ServeHTTP(w, r)
 			return
 		}
+		if id := r.Header.Get(SessionHeader); id != "" {
+			done, ok := table.begin(id)
+			if !ok {
+				http.Error(w, "MCP session ended: it was the one idle longest when the session cap was reached; initialize a new session", http.StatusNotFound)
+				return
+			}
+			defer done()
+		}
 		stream.ServeHTTP(w, r)
 	})
-}
-
-// sessionSlots admits new sessions up to max. An initialize holds a slot
-// while it runs, before its session is counted live, so that concurrent
-// ones cannot overshoot (for that moment it is counted twice: the cap errs
-// on the safe side).
-type sessionSlots struct {
-	max  int
-	live func() int
-
-	mu      sync.Mutex
-	pending int
-}
-
-func (s *sessionSlots) reserve() (release func(), ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.live()+s.pending >= s.max {
-		return nil, false
-	}
-	s.pending++
-	return func() {
-		s.mu.Lock()
-		s.pending--
-		s.mu.Unlock()
-	}, true
 }
 
 // SessionCount is the number of MCP sessions open.
