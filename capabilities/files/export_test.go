@@ -1,6 +1,7 @@
 package files
 
 import (
+	"context"
 	"io"
 
 	"github.com/trycua/cua-spacesd/api"
@@ -16,4 +17,6 @@ func WriteAtomicNamed(path string, r io.Reader, opt WriteOptions) (api.WriteResu
 
 // OpenWithCap is Open with a smaller cap on files that do not know their
 // size, so that a real /proc file can go past it.
-func OpenWithCap(path string, maxUnsized int64) (*Content, error) { return open(path, maxUnsized) }
+func OpenWithCap(path string, maxUnsized int64) (*Content, error) {
+	return open(context.Background(), path, maxUnsized)
+}

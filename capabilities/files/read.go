@@ -2,6 +2,7 @@ package files
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"io/fs"
@@ -18,6 +19,10 @@ import (
 // bigger one is refused rather than held, or cut short unnoticed.
 const MaxUnsizedReadBytes = 16 << 20
 
+// unsizedChunkBytes is the size of one read of a file that does not know
+// its size; between two, the read looks whether its request has ended.
+const unsizedChunkBytes = 64 << 10
+
 // Content is a file opened for ranged reads, and its size.
 type Content struct {
 	io.ReaderAt
@@ -33,10 +38,14 @@ func (c *Content) Close() error { return c.close() }
 // sysfs ones 4096 whatever they hold) is read to its end at once, up to
 // MaxUnsizedReadBytes; its size is then what was read and ranges apply to
 // that snapshot, so the size, every range and the sha256 of a whole-file
-// read agree with each other.
-func Open(path string) (*Content, error) { return open(path, MaxUnsizedReadBytes) }
+// read agree with each other. Such a read never waits for data (a file
+// that would block answers what it had ready) and ends, its file closed,
+// when ctx does (the client left).
+func Open(ctx context.Context, path string) (*Content, error) {
+	return open(ctx, path, MaxUnsizedReadBytes)
+}
 
-func open(path string, maxUnsized int64) (*Content, error) {
+func open(ctx context.Context, path string, maxUnsized int64) (*Content, error) {
 	p, err := CleanPath("path", path)
 	if err != nil {
 		return nil, err
@@ -66,8 +75,11 @@ func open(path string, maxUnsized int64) (*Content, error) {
 		return &Content{ReaderAt: f, Size: fi.Size(), close: f.Close}, nil
 	}
 	defer f.Close()
-	b, err := readUnsized(f, maxUnsized)
+	b, err := readUnsized(ctx, f, maxUnsized)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, api.Errorf(api.KindCancelled, "read %s: the request ended before the file was read", p).WithCause(err)
+		}
 		return nil, fsError("read", p, err)
 	}
 	if int64(len(b)) > maxUnsized {
@@ -78,21 +90,47 @@ func open(path string, maxUnsized int64) (*Content, error) {
 	return &Content{ReaderAt: bytes.NewReader(b), Size: int64(len(b)), close: func() error { return nil }}, nil
 }
 
-// readUnsized reads f to its end, or to one byte past max. A file that
-// would block (O_NONBLOCK makes /proc/kmsg answer EAGAIN when nothing is
-// queued) ends where it has nothing more to give.
-func readUnsized(f *os.File, max int64) ([]byte, error) {
+// readUnsized reads f to its end, or to one byte past max, or until ctx
+// ends. A file that would block (O_NONBLOCK makes /proc/kmsg answer EAGAIN
+// when nothing is queued) ends where it has nothing more to give.
+//
+// Each read is one read(2) on the descriptor, never a wait in the Go
+// runtime's poller: os.File registers a file that supports poll (as
+// /proc/kmsg does) there, and its Read would then park on EAGAIN until data
+// comes, for ever, its descriptor held open after the client left.
+func readUnsized(ctx context.Context, f *os.File, max int64) ([]byte, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
 	var buf bytes.Buffer
-	chunk := make([]byte, 64<<10)
+	chunk := make([]byte, unsizedChunkBytes)
 	for int64(buf.Len()) <= max {
-		n, err := f.Read(chunk[:min(int64(len(chunk)), max+1-int64(buf.Len()))])
-		buf.Write(chunk[:n])
-		if errors.Is(err, io.EOF) || errors.Is(err, syscall.EAGAIN) {
-			break
-		}
-		if err != nil {
+		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		want := chunk[:min(int64(len(chunk)), max+1-int64(buf.Len()))]
+		var (
+			n    int
+			rerr error
+		)
+		if err := rc.Read(func(fd uintptr) bool {
+			n, rerr = syscall.Read(int(fd), want)
+			return true // done: never wait for readiness
+		}); err != nil {
+			return nil, err
+		}
+		switch {
+		case errors.Is(rerr, syscall.EINTR):
+			continue
+		case errors.Is(rerr, syscall.EAGAIN):
+			return buf.Bytes(), nil
+		case rerr != nil:
+			return nil, rerr
+		case n <= 0:
+			return buf.Bytes(), nil // end of file
+		}
+		buf.Write(want[:n])
 	}
 	return buf.Bytes(), nil
 }

@@ -2,6 +2,7 @@ package files_test
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"os"
 	"runtime"
@@ -37,7 +38,7 @@ func TestOpenReadsFilesThatDoNotKnowTheirSize(t *testing.T) {
 				}
 				t.Skipf("no sysfs here: %v", err)
 			}
-			c, err := files.Open(p)
+			c, err := files.Open(t.Context(), p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +56,7 @@ func TestOpenReadsFilesThatDoNotKnowTheirSize(t *testing.T) {
 	// An empty regular file is still empty, at no cost.
 	empty := t.TempDir() + "/empty"
 	writeFile(t, empty, "")
-	c, err := files.Open(empty)
+	c, err := files.Open(t.Context(), empty)
 	if err != nil || c.Size != 0 {
 		t.Fatalf("empty file: %+v %v", c, err)
 	}
@@ -80,5 +81,23 @@ func TestOpenUnsizedPastTheCap(t *testing.T) {
 	_, err = files.OpenWithCap("/proc/version", n-1)
 	if api.KindOf(err) != api.KindLimitExceeded || !strings.Contains(err.Error(), "does not know its size") {
 		t.Fatalf("past the cap: %v; want limit_exceeded", err)
+	}
+}
+
+// The read of a file that does not know its size ends with its request:
+// a client that left gets no read to its end (which a file that keeps
+// giving could make long), and the file is closed.
+func TestOpenUnsizedEndsWithItsContext(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("procfs is Linux's")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	c, err := files.Open(ctx, "/proc/version")
+	if err == nil {
+		c.Close()
+	}
+	if api.KindOf(err) != api.KindCancelled {
+		t.Fatalf("Open after the request ended: %v; want kind cancelled", err)
 	}
 }

@@ -109,7 +109,7 @@ func TestOpenRefusesAFIFOWithoutWaiting(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		f, err := files.Open(fifo)
+		f, err := files.Open(t.Context(), fifo)
 		done <- result{f, err}
 	}()
 	select {

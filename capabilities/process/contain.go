@@ -2,9 +2,12 @@ package process
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/trycua/cua-spacesd/internal/cgroup"
@@ -20,6 +23,10 @@ const (
 	// ContainmentOff keeps process groups only.
 	ContainmentOff = "off"
 )
+
+// maxStrayRounds bounds the looks of a kill for strays that forked while
+// it stopped the ones it found.
+const maxStrayRounds = 8
 
 // errTreeGone says no process of a tree is left to signal.
 var errTreeGone = errors.New("no process of the tree is left")
@@ -48,6 +55,9 @@ type group interface {
 	remove() error
 	// dirs are the group's cgroup directories (none for a process group).
 	dirs() []string
+	// sweep logs, once each, the tree's processes found outside its
+	// cgroup, as procs shows them (see cgroup.Group.Strays).
+	sweep(procs *cgroup.Procs)
 }
 
 // containment makes groups.
@@ -70,57 +80,179 @@ func openContainment(o *Options) (containment, error) {
 	if err != nil {
 		return processGroups{why: err.Error()}, err
 	}
-	return cgroupTree{t}, nil
+	return cgroupTree{t, o.Logger}, nil
 }
 
 // cgroupTree makes a cgroup per tree.
-type cgroupTree struct{ t *cgroup.Tree }
+type cgroupTree struct {
+	t   *cgroup.Tree
+	log *slog.Logger
+}
 
-func (c cgroupTree) newGroup(string) (group, error) {
+func (c cgroupTree) newGroup(id string) (group, error) {
 	g, err := c.t.Take() // made ahead, off the start's path
 	if err != nil {
 		return nil, err
 	}
-	return cgroupGroup{c.t, g}, nil
+	return &cgroupGroup{t: c.t, g: g, id: id, log: c.log}, nil
 }
 
 func (c cgroupTree) info() cgroup.Info { return c.t.Info() }
 func (c cgroupTree) close() error      { return c.t.Close() }
 
+// cgroupGroup is a tree's cgroup. A root process of the tree can leave
+// it (v1 hierarchies, cgroup2 without nsdelegate): signals and kills of
+// the tree reach such strays too, and the sweep logs them.
 type cgroupGroup struct {
-	t *cgroup.Tree
-	g *cgroup.Group
+	t   *cgroup.Tree
+	g   *cgroup.Group
+	id  string // the process's
+	log *slog.Logger
+	// leader is set once the leader runs (nil before).
+	leader atomic.Pointer[procgroup.Leader]
+
+	mu sync.Mutex
+	// reported are the strays logged already, by pid and command name:
+	// each is logged once, and again when it runs another program.
+	reported map[strayKey]bool
 }
 
-func (c cgroupGroup) start(attr *syscall.SysProcAttr, start func() error) error {
+type strayKey struct {
+	pid  int
+	comm string
+}
+
+func (c *cgroupGroup) start(attr *syscall.SysProcAttr, start func() error) error {
 	return c.g.Start(attr, start)
 }
-func (cgroupGroup) lead(*procgroup.Leader) {}
-func (c cgroupGroup) kill() error          { return c.g.Kill() }
-func (c cgroupGroup) signal(sig syscall.Signal) error {
-	_, err := c.g.Signal(sig)
+func (c *cgroupGroup) lead(l *procgroup.Leader) { c.leader.Store(l) }
+
+func (c *cgroupGroup) kill() error {
+	_, err := c.killWithStrays()
+	return err
+}
+
+func (c *cgroupGroup) signal(sig syscall.Signal) error {
+	var (
+		n   int
+		err error
+	)
+	if sig == syscall.SIGKILL {
+		n, err = c.killWithStrays()
+	} else {
+		_, err = c.g.Signal(sig)
+		n = c.signalStrays(sig)
+	}
 	if errors.Is(err, cgroup.ErrEmpty) {
+		if n > 0 {
+			return nil
+		}
 		return errTreeGone
 	}
 	return err
 }
-func (c cgroupGroup) members() []int {
+
+// killWithStrays kills the group and its strays, and answers how many
+// strays it reached; cgroup.ErrEmpty when the group held no process. The
+// strays are stopped first, where they are: once the group's members die,
+// a stray's link to the tree (its parent) may go with them.
+func (c *cgroupGroup) killWithStrays() (int, error) {
+	held := c.holdStrays()
+	_, err := c.g.Signal(syscall.SIGKILL) // through the cgroup: Kill
+	for _, s := range held {
+		s.Signal(syscall.SIGKILL)
+	}
+	return len(held), err
+}
+
+// holdStrays stops the strays the group's own kill misses, and looks
+// again until no new one shows (one may fork between a look and its
+// stop; its child is then found through it), at most maxStrayRounds times.
+func (c *cgroupGroup) holdStrays() []cgroup.Stray {
+	var held []cgroup.Stray
+	seen := map[int]bool{}
+	for range maxStrayRounds {
+		fresh := 0
+		for _, s := range c.strays(nil) {
+			c.report(s)
+			if s.Unlisted && !seen[s.PID] && s.Signal(syscall.SIGSTOP) {
+				seen[s.PID] = true
+				held = append(held, s)
+				fresh++
+			}
+		}
+		if fresh == 0 {
+			break
+		}
+	}
+	return held
+}
+
+// strays finds the tree's processes outside its cgroup (procs nil: a
+// fresh look), with the leader pinned while it may not have been reaped
+// (see cgroup.Group.Strays).
+func (c *cgroupGroup) strays(procs *cgroup.Procs) []cgroup.Stray {
+	var out []cgroup.Stray
+	if l := c.leader.Load(); l == nil || !l.Pinned(func(pid int) { out = c.g.Strays(procs, pid) }) {
+		out = c.g.Strays(procs, 0)
+	}
+	return out
+}
+
+// signalStrays sends sig to the strays the cgroup's own signal misses,
+// logging every stray not logged yet, and answers how many it reached.
+func (c *cgroupGroup) signalStrays(sig syscall.Signal) int {
+	n := 0
+	for _, s := range c.strays(nil) {
+		c.report(s)
+		if s.Unlisted && s.Signal(sig) {
+			n++
+		}
+	}
+	return n
+}
+
+func (c *cgroupGroup) sweep(procs *cgroup.Procs) {
+	for _, s := range c.strays(procs) {
+		c.report(s)
+	}
+}
+
+// report logs a stray the first time it is seen.
+func (c *cgroupGroup) report(s cgroup.Stray) {
+	k := strayKey{s.PID, s.Comm}
+	c.mu.Lock()
+	seen := c.reported[k]
+	if !seen {
+		if c.reported == nil {
+			c.reported = map[strayKey]bool{}
+		}
+		c.reported[k] = true
+	}
+	c.mu.Unlock()
+	if !seen {
+		c.log.Warn("a process left its tree's cgroup: the tree's limits no longer hold it; its tree's signals and kill still reach it",
+			"id", c.id, "pid", s.PID, "comm", s.Comm, "left", strings.Join(s.Left, ","), "now_in", s.Cgroup)
+	}
+}
+
+func (c *cgroupGroup) members() []int {
 	pids, _ := c.g.Procs()
 	return pids
 }
-func (c cgroupGroup) holds(pid int) bool { return c.g.Holds(pid) }
-func (c cgroupGroup) empty() bool {
+func (c *cgroupGroup) holds(pid int) bool { return c.g.Holds(pid) }
+func (c *cgroupGroup) empty() bool {
 	populated, err := c.g.Populated()
 	return err == nil && !populated
 }
 
 // remove hands the empty group to the tree, which removes it in the
 // background: rmdir is not on the answer's path.
-func (c cgroupGroup) remove() error {
+func (c *cgroupGroup) remove() error {
 	c.t.Release(c.g)
 	return nil
 }
-func (c cgroupGroup) dirs() []string { return c.g.Dirs() }
+func (c *cgroupGroup) dirs() []string { return c.g.Dirs() }
 
 // processGroups is containment off: a tree is its leader's process group,
 // which setsid and GNU timeout leave, and which cannot be signalled any
@@ -158,9 +290,10 @@ func (p *processGroup) holds(pid int) bool {
 	g, err := unix.Getpgid(pid)
 	return err == nil && g == p.l.PID() && !p.l.Reaped()
 }
-func (p *processGroup) empty() bool    { return p.l.Reaped() }
-func (p *processGroup) remove() error  { return nil }
-func (p *processGroup) dirs() []string { return nil }
+func (p *processGroup) empty() bool         { return p.l.Reaped() }
+func (p *processGroup) remove() error       { return nil }
+func (p *processGroup) dirs() []string      { return nil }
+func (p *processGroup) sweep(*cgroup.Procs) {}
 
 // gone reports whether a signal found no process to reach.
 func gone(err error) bool {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/internal/cgroup"
 )
 
 // Defaults of Options; api.Limits reports the values in force.
@@ -47,6 +48,11 @@ const (
 	// exited leaders (their background children) have emptied, to remove
 	// their cgroups and count them no more against MaxProcesses.
 	SettlePoll = time.Second
+	// DefaultStraySweepInterval is how often the janitor looks for
+	// processes that left their tree's cgroup (a root process can, in v1
+	// hierarchies and in cgroup2 without nsdelegate) and logs them; a
+	// signal or kill of a tree looks too, and reaches them.
+	DefaultStraySweepInterval = 10 * time.Second
 	// CloseGrace is how long Close gives every tree after SIGTERM before it
 	// kills what is left (systemd's KillMode=control-group, in small).
 	CloseGrace = 2 * time.Second
@@ -78,6 +84,9 @@ type Options struct {
 	ExitRetention       time.Duration
 	MaxExecOutputBytes  int64
 	JanitorInterval     time.Duration
+	// StraySweepInterval is how often processes that left their tree's
+	// cgroup are looked for.
+	StraySweepInterval time.Duration
 	// StdinStallWait bounds a stdin write to a process that does not read.
 	StdinStallWait time.Duration
 	Clock          Clock
@@ -116,6 +125,9 @@ func (o *Options) fill() {
 	}
 	if o.JanitorInterval <= 0 {
 		o.JanitorInterval = DefaultJanitorInterval
+	}
+	if o.StraySweepInterval <= 0 {
+		o.StraySweepInterval = DefaultStraySweepInterval
 	}
 	if o.StdinStallWait <= 0 {
 		o.StdinStallWait = DefaultStdinStallWait
@@ -184,7 +196,7 @@ func NewManager(opts Options) *Manager {
 		info := contain.info()
 		opts.Logger.Info("process trees run in cgroups", "mode", info.Mode, "tree_pids_max", info.Group.PidsMax,
 			"tree_memory_max", info.Group.MemoryMax, "children_pids_max", info.All.PidsMax,
-			"children_memory_max", info.All.MemoryMax, "note", info.Note)
+			"children_memory_max", info.All.MemoryMax, "cgroup_namespace", info.Namespaced, "note", info.Note)
 	}
 	m := &Manager{
 		opts:        opts,
@@ -316,12 +328,16 @@ func (m *Manager) janitor() {
 	defer t.Stop()
 	settle := time.NewTicker(SettlePoll)
 	defer settle.Stop()
+	strays := time.NewTicker(m.opts.StraySweepInterval)
+	defer strays.Stop()
 	for {
 		select {
 		case <-m.ctx.Done():
 			return
 		case <-settle.C:
 			m.settleAll()
+		case <-strays.C:
+			m.sweepStrays()
 		case <-t.C:
 			if n := m.Reap(); n > 0 {
 				m.log.Debug("forgot exited processes past retention", "count", n)
@@ -340,6 +356,27 @@ func (m *Manager) settleAll() {
 	m.mu.Unlock()
 	for _, p := range ps {
 		p.settle()
+	}
+}
+
+// sweepStrays logs the processes found outside their tree's cgroup, in
+// every tree that lives (running, or background children left).
+func (m *Manager) sweepStrays() {
+	m.mu.Lock()
+	trees := make([]group, 0, len(m.unsettled)+len(m.execs))
+	for p := range m.unsettled {
+		trees = append(trees, p.grp)
+	}
+	for g := range m.execs {
+		trees = append(trees, g)
+	}
+	m.mu.Unlock()
+	if len(trees) == 0 || m.contain.info().Mode == cgroup.ModeOff {
+		return
+	}
+	procs := cgroup.ReadProcs() // one look at /proc for every tree
+	for _, g := range trees {
+		g.sweep(procs)
 	}
 }
 

@@ -23,6 +23,7 @@ package cgroup
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -58,6 +59,11 @@ type Info struct {
 	Note string
 	// Group are the limits of each group, All those of every group together.
 	Group, All Limits
+	// Namespaced says each tree runs in a cgroup namespace rooted at its
+	// group, which the kernel enforces (cgroup2 mounted with nsdelegate):
+	// no process of it, root or not, can move to a cgroup2 group outside
+	// its own. v1 hierarchies know no such bound (see Group.Strays).
+	Namespaced bool
 }
 
 // Config configures a Tree. A zero limit takes its default (see
@@ -112,6 +118,23 @@ func parseMemTotal(s string) int64 {
 	return 0
 }
 
+// Stray is a process of a group's tree found outside the group in a
+// hierarchy the tree uses.
+type Stray struct {
+	PID  int
+	Comm string
+	// Left names the hierarchies it left ("cgroup2", "pids", ...), Cgroup
+	// where it is now in the first of them.
+	Left   []string
+	Cgroup string
+	// Unlisted says it left the hierarchy the group lists its members
+	// from, and so the group's own Signal and Kill miss it.
+	Unlisted bool
+	// start is its start time: a kill never reaches a process that took
+	// its pid since (see Kill).
+	start uint64
+}
+
 // ErrEmpty says a group holds no process any more.
 var ErrEmpty = errors.New("the cgroup holds no process")
 
@@ -132,6 +155,10 @@ type mount struct {
 	root  string
 	point string
 	v2    bool
+	// nsdelegate says cgroup2 treats cgroup namespaces as delegation
+	// boundaries: a process in one may not move itself (or another) to a
+	// cgroup outside its namespace's root, root or not.
+	nsdelegate bool
 	// ctrls are the v1 controllers the mount carries.
 	ctrls []string
 }
@@ -184,6 +211,9 @@ func parseMountInfo(s string) []mount {
 		switch g[0] {
 		case fsCgroup2:
 			m.v2 = true
+			if len(g) >= 3 {
+				m.nsdelegate = slices.Contains(strings.Split(g[2], ","), "nsdelegate")
+			}
 		case fsCgroup1:
 			if len(g) < 3 {
 				continue
@@ -280,6 +310,62 @@ func pathIn(ms []membership, ctrl string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// procStat is what Strays reads of one /proc/<pid>/stat.
+type procStat struct {
+	comm                string
+	state               byte
+	ppid, pgrp, session int
+	flags               uint64
+	start               uint64
+}
+
+// pfExiting is the kernel's PF_EXITING in /proc/<pid>/stat's flags: the
+// process is dying, and v1 hierarchies may already show it in their root.
+const pfExiting = 0x4
+
+// live reports whether the process can still act: not dying, not a zombie.
+func (ps procStat) live() bool { return ps.state != 'Z' && ps.state != 'X' && ps.flags&pfExiting == 0 }
+
+// parseProcStat reads a /proc/<pid>/stat line. The command name (field 2)
+// may hold spaces and parentheses, so the fields are counted after its
+// last ')'.
+func parseProcStat(s string) (procStat, bool) {
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return procStat{}, false
+	}
+	f := strings.Fields(s[end+1:])
+	// f[0] is field 3 (state), f[1] ppid, f[2] pgrp, f[3] session, f[6]
+	// the flags (field 9), f[19] the start time (field 22).
+	if len(f) < 20 || len(f[0]) != 1 {
+		return procStat{}, false
+	}
+	var ps procStat
+	ps.comm, ps.state = s[open+1:end], f[0][0]
+	var err1, err2, err3, err4, err5 error
+	ps.ppid, err1 = strconv.Atoi(f[1])
+	ps.pgrp, err2 = strconv.Atoi(f[2])
+	ps.session, err3 = strconv.Atoi(f[3])
+	ps.flags, err4 = strconv.ParseUint(f[6], 10, 64)
+	ps.start, err5 = strconv.ParseUint(f[19], 10, 64)
+	return ps, errors.Join(err1, err2, err3, err4, err5) == nil
+}
+
+// capSysAdmin is CAP_SYS_ADMIN's bit in /proc/<pid>/status CapEff.
+const capSysAdmin = 21
+
+// hasCapSysAdmin reports whether a /proc/self/status says the process may
+// make namespaces (CAP_SYS_ADMIN in its effective set).
+func hasCapSysAdmin(status string) bool {
+	for _, line := range strings.Split(status, "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && caps&(1<<capSysAdmin) != 0
+		}
+	}
+	return false
 }
 
 // parseKeyed reads a flat keyed file (cgroup.events: "populated 1\nfrozen 0").

@@ -366,3 +366,35 @@ func TestDefaultLimitsLeaveRoom(t *testing.T) {
 // left in it, and removes it otherwise: a cgroup below it, memory still
 // charged, a zombie still holding a pid, or a kill it received (Linux
 // kills what is later born into a cgroup once killed; see
+
+// A namespaced tree's child runs in a cgroup namespace rooted at its
+// group, in every hierarchy: it sees its group as "/". (Whether the kernel
+// then refuses a move out of it depends on nsdelegate, which this test
+// does not set: the host's mount is not the test's to change.)
+func TestNamespacedTreeRootsItsChildren(t *testing.T) {
+	if !hasCapSysAdmin(readString("/proc/self/status")) {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs CAP_SYS_ADMIN, to make cgroup namespaces")
+		}
+		t.Skip("needs CAP_SYS_ADMIN, to make cgroup namespaces")
+	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			tr := openTree(t, Config{avoid: v.avoid})
+			tr.namespaced = true // as Open sets it where cgroup2 has nsdelegate
+			g, err := tr.New("g")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "cgroup")
+			cmd := start(t, g, "cat /proc/self/cgroup >"+out)
+			eventually(t, "the child to write its cgroups", func() bool { return !alive(cmd.Process.Pid) && readString(out) != "" })
+			ms := parseProcCgroup(readString(out))
+			for _, h := range tr.hiers() {
+				if p, ok := pathIn(ms, h.ctrl); !ok || p != "/" {
+					t.Errorf("in %s the child sees its cgroup as %q, want / (its namespace's root)", h.name(), p)
+				}
+			}
+		})
+	}
+}

@@ -59,3 +59,15 @@ func (*Group) Populated() (bool, error) { return false, nil }
 
 // Remove does nothing.
 func (*Group) Remove() error { return nil }
+
+// Procs is a look at every process.
+type Procs struct{}
+
+// ReadProcs reads nothing.
+func ReadProcs() *Procs { return nil }
+
+// Strays is empty.
+func (*Group) Strays(*Procs, int) []Stray { return nil }
+
+// Signal does nothing.
+func (Stray) Signal(syscall.Signal) bool { return false }

@@ -147,6 +147,12 @@ func (g *Group) Start(attr *syscall.SysProcAttr, start func() error) error {
 	if g.fd >= 0 {
 		attr.UseCgroupFD, attr.CgroupFD = true, g.fd
 	}
+	if g.t.namespaced {
+		// Unshared by the child once it is in its group (in every
+		// hierarchy, v1 ones included), so the namespace is rooted there
+		// whatever the kernel does with CLONE_NEWCGROUP at clone time.
+		attr.Unshareflags |= unix.CLONE_NEWCGROUP
+	}
 	if len(g.tasks) == 0 {
 		return start()
 	}

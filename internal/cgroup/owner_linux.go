@@ -54,20 +54,13 @@ func startTime(pid string) (uint64, error) {
 	return parseStartTime(string(b))
 }
 
-// parseStartTime reads the start time of a /proc/<pid>/stat line. The
-// command name (field 2) may hold spaces and parentheses, so the fields
-// are counted after its last ')'.
+// parseStartTime reads the start time of a /proc/<pid>/stat line.
 func parseStartTime(stat string) (uint64, error) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("stat line without a command name")
+	ps, ok := parseProcStat(stat)
+	if !ok {
+		return 0, fmt.Errorf("a stat line that cannot be read: %.80q", stat)
 	}
-	f := strings.Fields(stat[i+1:])
-	// f[0] is field 3 (state); the start time is field 22.
-	if len(f) < 20 {
-		return 0, fmt.Errorf("stat line of %d fields", len(f)+2)
-	}
-	return strconv.ParseUint(f[19], 10, 64)
+	return ps.start, nil
 }
 
 // staleOwner reports whether a tree named name (under treePrefix) belongs

@@ -25,11 +25,52 @@ func TestParseMountInfo(t *testing.T) {
 		{root: "/", point: "/sys/fs/cgroup/freezer", ctrls: []string{"freezer"}},
 		{root: "/", point: "/sys/fs/cgroup/pids", ctrls: []string{"pids"}},
 		{root: "/", point: "/sys/fs/cgroup/systemd"},
-		{root: "/", point: "/sys/fs/cgroup/unified", v2: true},
+		{root: "/", point: "/sys/fs/cgroup/unified", v2: true, nsdelegate: true},
 		{root: "/docker/ab", point: "/sys/fs/cgroup/with space", ctrls: []string{"cpu", "cpuacct"}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got  %+v\nwant %+v", got, want)
+	}
+}
+
+func TestParseProcStat(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want procStat
+		ok   bool
+	}{
+		{"1234 (sleep) S 1 1234 1234 0 -1 4194560 101 0 0 0 0 0 0 0 20 0 1 0 98765 2199552 128 18446744073709551615",
+			procStat{comm: "sleep", state: 'S', ppid: 1, pgrp: 1234, session: 1234, flags: 4194560, start: 98765}, true},
+		// A command name with spaces and parentheses; a dying process.
+		{"7 (a) b) R 3 5 6 0 -1 4194308 0 0 0 0 0 0 0 0 20 0 1 0 42 0",
+			procStat{comm: "a) b", state: 'R', ppid: 3, pgrp: 5, session: 6, flags: 4194308, start: 42}, true},
+		{"7 (a) R 3 5", procStat{}, false},
+		{"", procStat{}, false},
+	} {
+		got, ok := parseProcStat(tc.in)
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("parseProcStat(%q) = %+v, %v; want %+v, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+	if !(procStat{state: 'S'}).live() || (procStat{state: 'R', flags: pfExiting}).live() || (procStat{state: 'Z'}).live() {
+		t.Error("live: a sleeping process lives, a dying one and a zombie do not")
+	}
+}
+
+func TestHasCapSysAdmin(t *testing.T) {
+	for _, tc := range []struct {
+		status string
+		want   bool
+	}{
+		{"Name:\tx\nCapPrm:\t000001ffffffffff\nCapEff:\t000001ffffffffff\n", true},
+		{"CapEff:\t0000000000200000\n", true},
+		{"CapEff:\t00000000a80425fb\n", false}, // docker's default set
+		{"CapEff:\tzz\n", false},
+		{"", false},
+	} {
+		if got := hasCapSysAdmin(tc.status); got != tc.want {
+			t.Errorf("hasCapSysAdmin(%q) = %v, want %v", tc.status, got, tc.want)
+		}
 	}
 }
 

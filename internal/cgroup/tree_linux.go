@@ -75,6 +75,9 @@ type Tree struct {
 	v2 *hier
 	// v2Pids and v2Memory say the groups' pids and memory are bounded in cgroup2.
 	v2Pids, v2Memory bool
+	// namespaced gives each process tree a cgroup namespace rooted at its
+	// group (Info.Namespaced).
+	namespaced bool
 	// v1 are the distinct v1 hierarchies used; pids, memory and freezer
 	// point among them (nil when that controller is not used on v1).
 	v1                    []*hier
@@ -143,6 +146,13 @@ func Open(cfg Config) (*Tree, error) {
 	if t.v2 == nil && len(t.v1) == 0 {
 		return nil, fmt.Errorf("no cgroup is writable: %v; %v", v2Err, pidsErr)
 	}
+	// A cgroup namespace bounds where a process may move itself only where
+	// cgroup2 is mounted with nsdelegate: elsewhere (seen on Linux 6.18)
+	// root in one moves itself anywhere, so it would add nothing. Making
+	// one needs CAP_SYS_ADMIN, which a daemon without it does not have
+	// (its children then cannot write other users' cgroups either).
+	t.namespaced = t.v2 != nil && t.v2.mnt.nsdelegate && hasCapSysAdmin(readString("/proc/self/status"))
+	t.info.Namespaced = t.namespaced
 	if err := t.applyTreeLimits(); err != nil {
 		t.closeFiles()
 		_ = t.removeDirs()

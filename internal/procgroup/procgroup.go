@@ -60,6 +60,21 @@ func (l *Leader) Signal(sig syscall.Signal, group bool) error {
 	return syscall.Kill(target, sig)
 }
 
+// Pinned runs f with the leader's pid unless the leader may have been
+// reaped, and answers whether f ran. While f runs the leader cannot be
+// marked reaped, so its pid (and the process group and session ids named
+// after it, which the kernel hands out to no one while in use) name our
+// leader's. f must not signal through l.
+func (l *Leader) Pinned(f func(pid int)) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.reaped {
+		return false
+	}
+	f(l.pid)
+	return true
+}
+
 // WhileRunning runs f unless the leader may have been reaped, and keeps
 // the reap from being marked while f runs; it answers whether f ran. A timeout uses it: it is a timeout only while the leader runs.
 func (l *Leader) WhileRunning(f func()) bool {

@@ -100,7 +100,7 @@ func listDir(ctx context.Context, _ *conn, p pathParams) (any, error) {
 // readRange reads n bytes of path from offset (n < 0: to the end), at most
 // MaxReadBytes. An offset past the end reads nothing, as a seek and read
 // past the end of a file does.
-func readRange(p string, offset int64, n int64) ([]byte, error) {
+func readRange(ctx context.Context, p string, offset int64, n int64) ([]byte, error) {
 	path, err := resolvePath(p)
 	if err != nil {
 		return nil, err
@@ -108,7 +108,7 @@ func readRange(p string, offset int64, n int64) ([]byte, error) {
 	if offset < 0 {
 		return nil, api.Errorf(api.KindInvalidArgument, "offset %d is negative", offset)
 	}
-	content, err := files.Open(path)
+	content, err := files.Open(ctx, path)
 	if err != nil {
 		return nil, err
 	}
@@ -132,8 +132,8 @@ type readTextResult struct {
 	Content string `json:"content"`
 }
 
-func readText(_ context.Context, _ *conn, p pathParams) (any, error) {
-	b, err := readRange(p.Path, 0, -1)
+func readText(ctx context.Context, _ *conn, p pathParams) (any, error) {
+	b, err := readRange(ctx, p.Path, 0, -1)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ type readBytesResult struct {
 	ContentB64 string `json:"content_b64"`
 }
 
-func readBytes(_ context.Context, _ *conn, p readBytesParams) (any, error) {
+func readBytes(ctx context.Context, _ *conn, p readBytesParams) (any, error) {
 	n := int64(-1)
 	if p.Length != nil {
 		if *p.Length < 0 {
@@ -162,7 +162,7 @@ func readBytes(_ context.Context, _ *conn, p readBytesParams) (any, error) {
 		}
 		n = *p.Length
 	}
-	b, err := readRange(p.Path, p.Offset, n)
+	b, err := readRange(ctx, p.Path, p.Offset, n)
 	if err != nil {
 		return nil, err
 	}

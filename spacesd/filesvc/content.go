@@ -32,7 +32,7 @@ func (s *Service) handleRead(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, api.Errorf(api.KindInvalidArgument, "read %s: give offset/length or a Range header, not both", path))
 		return
 	}
-	f, err := files.Open(path)
+	f, err := files.Open(r.Context(), path)
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return

@@ -264,22 +264,27 @@ func (s *supervisor) watch(r *run) {
 
 // stopProcess ends a stdio service's process: one asked to stop had its
 // stdin closed and gets stopGrace to exit, then SIGTERM and stopGrace
-// more; one whose session broke is killed at once.
+// more; one whose session broke is killed at once. Either way, what is
+// left of its tree is killed after (through its cgroup): the service's
+// background children, setsid ones included, are the service's, and
+// would otherwise live on, listed and counted, until the daemon stops.
 func (s *supervisor) stopProcess(p *process.Process, graceful bool) {
 	if graceful {
+	grace:
 		for _, sig := range []syscall.Signal{0, syscall.SIGTERM} {
 			if sig != 0 {
 				_ = p.Signal(sig, true)
 			}
 			t := time.NewTimer(stopGrace)
 			select {
-			case <-p.Done():
+			case <-p.LeaderExited():
 				t.Stop()
-				return
+				break grace
 			case <-t.C:
 			}
 		}
 	}
+	// An error here says the tree is already gone.
 	_ = p.Signal(syscall.SIGKILL, true)
 	<-p.Done()
 }
