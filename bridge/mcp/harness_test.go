@@ -24,8 +24,8 @@ import (
 	"github.com/trycua/cua-spacesd/bridge/mcp"
 	"github.com/trycua/cua-spacesd/bridge/registry"
 	"github.com/trycua/cua-spacesd/bridge/tools"
-	"github.com/trycua/cua-spacesd/internal/mcpserve"
-	"github.com/trycua/cua-spacesd/internal/mcptest"
+	"github.com/trycua/cua-spacesd/mcp/mcpserve"
+	"github.com/trycua/cua-spacesd/mcp/mcptest"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 

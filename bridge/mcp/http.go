@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/trycua/cua-spacesd/internal/loopback"
-	"github.com/trycua/cua-spacesd/internal/mcpserve"
+	"github.com/trycua/cua-spacesd/mcp/mcpserve"
 )
 
 // HTTP bounds. No deadline covers a whole request: a tool call may run for

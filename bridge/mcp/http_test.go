@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trycua/cua-spacesd/internal/mcpserve"
+	"github.com/trycua/cua-spacesd/mcp/mcpserve"
 )
 
 func TestProtocolVersions(t *testing.T) {

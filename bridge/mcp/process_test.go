@@ -10,7 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/trycua/cua-spacesd/api"
-	"github.com/trycua/cua-spacesd/internal/spacetools"
+	"github.com/trycua/cua-spacesd/mcp/spacetools"
 )
 
 // ticker prints a numbered line every 200 ms and answers each line of its

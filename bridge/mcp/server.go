@@ -1,6 +1,6 @@
 // Package mcp serves the bridge's tools over MCP: stdio (cua-bridge mcp)
 // and streamable HTTP (cua-bridge serve). The server, its gate and its
-// transports are internal/mcpserve, which cua-spacesd serves its own tools
+// transports are mcp/mcpserve, which cua-spacesd serves its own tools
 // with too; what is the bridge's own is here: its name, its tools, and who
 // may reach it over HTTP.
 package mcp
@@ -9,7 +9,7 @@ import (
 	"log/slog"
 
 	"github.com/trycua/cua-spacesd/bridge/tools"
-	"github.com/trycua/cua-spacesd/internal/mcpserve"
+	"github.com/trycua/cua-spacesd/mcp/mcpserve"
 )
 
 // ServerName is the name the bridge gives in initialize.

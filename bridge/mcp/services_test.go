@@ -9,9 +9,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/trycua/cua-spacesd/internal/mcptest"
 	"github.com/trycua/cua-spacesd/internal/nstest"
-	"github.com/trycua/cua-spacesd/internal/spacetools"
+	"github.com/trycua/cua-spacesd/mcp/mcptest"
+	"github.com/trycua/cua-spacesd/mcp/spacetools"
 	"github.com/trycua/cua-spacesd/spacesd/mcpsvc"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )

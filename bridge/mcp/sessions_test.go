@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/trycua/cua-spacesd/bridge/mcp"
-	"github.com/trycua/cua-spacesd/internal/mcpserve"
+	"github.com/trycua/cua-spacesd/mcp/mcpserve"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 

@@ -18,7 +18,7 @@ import (
 	"testing"
 
 	"github.com/trycua/cua-spacesd/internal/proctest"
-	"github.com/trycua/cua-spacesd/internal/spacetools"
+	"github.com/trycua/cua-spacesd/mcp/spacetools"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 

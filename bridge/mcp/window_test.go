@@ -8,7 +8,7 @@ import (
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
-	"github.com/trycua/cua-spacesd/internal/spacetools"
+	"github.com/trycua/cua-spacesd/mcp/spacetools"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/trycua/cua-spacesd/internal/mcpclient"
+	"github.com/trycua/cua-spacesd/mcp/mcpclient"
 )
 
 // daemonSessionIdle is how long a Space's MCP session is kept without a

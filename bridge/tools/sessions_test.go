@@ -13,8 +13,8 @@ import (
 
 	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/bridge/registry"
-	"github.com/trycua/cua-spacesd/internal/mcpserve"
-	"github.com/trycua/cua-spacesd/internal/spacetools"
+	"github.com/trycua/cua-spacesd/mcp/mcpserve"
+	"github.com/trycua/cua-spacesd/mcp/spacetools"
 	"github.com/trycua/cua-spacesd/spacesd/mcpsvc"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )

@@ -10,8 +10,8 @@ import (
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/bridge/registry"
-	"github.com/trycua/cua-spacesd/internal/mcpserve"
-	"github.com/trycua/cua-spacesd/internal/spacetools"
+	"github.com/trycua/cua-spacesd/mcp/mcpserve"
+	"github.com/trycua/cua-spacesd/mcp/spacetools"
 )
 
 // SpaceView is a Space as list_spaces shows it.

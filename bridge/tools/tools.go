@@ -1,5 +1,5 @@
 // Package tools is the bridge's tool surface: the tools over one Space
-// (internal/spacetools, which cua-spacesd serves too), each taking a
+// (mcp/spacetools, which cua-spacesd serves too), each taking a
 // `space` argument resolved through the registry, and the bridge's own:
 // the registry (add_space, list_spaces, remove_space), transfers with this
 // machine (upload, download) and stream endpoints.
@@ -19,8 +19,8 @@ import (
 	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/bridge/hostfs"
 	"github.com/trycua/cua-spacesd/bridge/registry"
-	"github.com/trycua/cua-spacesd/internal/mcpserve"
-	"github.com/trycua/cua-spacesd/internal/spacetools"
+	"github.com/trycua/cua-spacesd/mcp/mcpserve"
+	"github.com/trycua/cua-spacesd/mcp/spacetools"
 )
 
 // Limits of the tool layer.

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
-	"github.com/trycua/cua-spacesd/internal/spacetools"
+	"github.com/trycua/cua-spacesd/mcp/spacetools"
 )
 
 // Bounds of the services file. It is the image's, read once at start; the

@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/trycua/cua-spacesd/api"
-	"github.com/trycua/cua-spacesd/internal/mcpclient"
-	"github.com/trycua/cua-spacesd/internal/mcpserve"
-	"github.com/trycua/cua-spacesd/internal/spacetools"
+	"github.com/trycua/cua-spacesd/mcp/mcpclient"
+	"github.com/trycua/cua-spacesd/mcp/mcpserve"
+	"github.com/trycua/cua-spacesd/mcp/spacetools"
 )
 
 // callToolName is the tool call_tool, which does not call itself.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trycua/cua-spacesd/internal/mcpserve"
+	"github.com/trycua/cua-spacesd/mcp/mcpserve"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 

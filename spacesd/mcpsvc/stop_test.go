@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
-	"github.com/trycua/cua-spacesd/internal/mcptest"
+	"github.com/trycua/cua-spacesd/mcp/mcptest"
 	"github.com/trycua/cua-spacesd/spacesd/mcpsvc"
 )
 

@@ -16,8 +16,8 @@ import (
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/process"
-	"github.com/trycua/cua-spacesd/internal/mcpclient"
-	"github.com/trycua/cua-spacesd/internal/spacetools"
+	"github.com/trycua/cua-spacesd/mcp/mcpclient"
+	"github.com/trycua/cua-spacesd/mcp/spacetools"
 )
 
 // The life of a declared service.

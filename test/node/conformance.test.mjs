@@ -1,7 +1,7 @@
 // The generic server scenarios of the official conformance suite
 // (@modelcontextprotocol/conformance, pinned in package.json) against
 // `cua-bridge serve` and against cua-spacesd's own /mcp, which share their
-// MCP server (internal/mcpserve) and must both pass.
+// MCP server (mcp/mcpserve) and must both pass.
 //
 // The suite's client sends no Authorization header, and both check a
 // bearer on every request, so the suite talks to a loopback proxy that adds

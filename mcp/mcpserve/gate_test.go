@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/trycua/cua-spacesd/api"
-	mcp "github.com/trycua/cua-spacesd/internal/mcpserve"
-	"github.com/trycua/cua-spacesd/internal/spacetools"
+	mcp "github.com/trycua/cua-spacesd/mcp/mcpserve"
+	"github.com/trycua/cua-spacesd/mcp/spacetools"
 )
 
 // newServer serves the tools over one Space as the bridge does (each takes

@@ -18,7 +18,7 @@ import (
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/api/client"
-	"github.com/trycua/cua-spacesd/internal/mcpserve"
+	"github.com/trycua/cua-spacesd/mcp/mcpserve"
 )
 
 // Tool is one tool over a Space, with what its documentation says of it.

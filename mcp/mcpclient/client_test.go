@@ -14,7 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
-	"github.com/trycua/cua-spacesd/internal/mcpclient"
+	"github.com/trycua/cua-spacesd/mcp/mcpclient"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

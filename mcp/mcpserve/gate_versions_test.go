@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	mcp "github.com/trycua/cua-spacesd/internal/mcpserve"
+	mcp "github.com/trycua/cua-spacesd/mcp/mcpserve"
 )
 
 // modernMeta is the _meta a stateless-era request carries.
