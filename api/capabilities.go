@@ -93,6 +93,10 @@ type Limits struct {
 	StreamConnectTimeoutSeconds int `json:"stream_connect_timeout_seconds"`
 	MaxTicketTTLSeconds         int `json:"max_ticket_ttl_seconds"`
 	MaxStreamFPS                int `json:"max_stream_fps"`
+	// Idempotency keys: how many are kept at once, and for how long after
+	// their call ended (api.MaxIdempotencyKeys, api.IdempotencyKeyTTL).
+	MaxIdempotencyKeys    int `json:"max_idempotency_keys"`
+	IdempotencyKeySeconds int `json:"idempotency_key_seconds"`
 }
 
 // Capabilities is the answer of GET /v1/capabilities.

@@ -49,6 +49,9 @@ type Error struct {
 	Hint       string `json:"hint,omitempty"`
 	Feature    string `json:"feature,omitempty"`
 	Limitation string `json:"limitation,omitempty"`
+	// Reason narrows the kind with a stable word a caller may branch on
+	// (ReasonIdempotencyKeyReused).
+	Reason string `json:"reason,omitempty"`
 	// Status is the HTTP status the error travelled with, set by a client
 	// that received it; it is not part of the JSON body. Which status an
 	// error travels with is the daemon's business (spacesd/httpapi).
@@ -112,6 +115,9 @@ func Errorf(kind Kind, format string, args ...any) *Error {
 
 // WithHint returns e with its hint replaced.
 func (e *Error) WithHint(hint string) *Error { e.Hint = hint; return e }
+
+// WithReason sets the error's reason.
+func (e *Error) WithReason(reason string) *Error { e.Reason = reason; return e }
 
 // WithCause returns e wrapping cause for errors.Is and errors.As; the
 // cause never reaches the wire.

@@ -107,6 +107,9 @@ type WriteResult struct {
 	Path   string `json:"path"`
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
+	// Replayed says the answer is that of an earlier call with the same
+	// Idempotency-Key.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // UploadRequest is the body of POST /v1/uploads: announce a resumable upload.

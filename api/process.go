@@ -50,6 +50,9 @@ type ExecResult struct {
 	ProcessID string `json:"process_id,omitempty"`
 	// Descendants are their pids when the command finished.
 	Descendants []int `json:"descendants,omitempty"`
+	// Replayed says the answer is that of an earlier call with the same
+	// Idempotency-Key: the command ran once, then.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // Truncated reports whether either stream was cut.

@@ -27,6 +27,9 @@ section "exec /bin/true: spacesd over HTTP on loopback (target median <= 2 ms), 
 bench ./spacesd/procsvc 'ExecTrueHTTP|ForkExecTrue' 2000x
 bench ./capabilities/process 'ExecTrue$' 2000x
 
+section "exec /bin/true over raw HTTP on one connection, without an Idempotency-Key vs with a new one per call (the key and its answer kept 10 minutes), same run"
+bench ./spacesd/procsvc 'ExecIdempotencyKey' 2000x
+
 section "upload + sha256 verify of 256 MiB through spacesd (target >= 70 %) vs sha256sum + cp of the same size"
 COUNT=2 bench ./spacesd/filesvc 'UploadVerify256MiB|Sha256sumPlusCp256MiB' 2x
 

@@ -210,7 +210,12 @@ func (c *Client) Do(ctx context.Context, method, path string, q url.Values, body
 	return c.DoRequest(req, contentType)
 }
 
-// DoRequest sends a prepared request with the bearer token.
+// DoRequest sends a prepared request with the bearer token. A mutating
+// request (any method but GET and HEAD) carries an Idempotency-Key: the
+// context's (WithIdempotencyKey), or a new one. When the link fails before
+// an answer came, it is sent again with the same key, so a call that ran
+// is answered and not run twice (the daemon keeps keys 10 minutes); a
+// request whose body cannot be read again is not.
 func (c *Client) DoRequest(req *http.Request, contentType string) (*http.Response, error) {
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -220,7 +225,24 @@ func (c *Client) DoRequest(req *http.Request, contentType string) (*http.Respons
 	if contentType != "" && (req.Body != nil || req.Method == http.MethodPost || req.Method == http.MethodPut) {
 		req.Header.Set("Content-Type", contentType)
 	}
+	mutating := req.Method != http.MethodGet && req.Method != http.MethodHead
+	if mutating && req.Header.Get(api.HeaderIdempotencyKey) == "" {
+		req.Header.Set(api.HeaderIdempotencyKey, idempotencyKey(req))
+	}
+	getBody := replayableBody(req)
 	resp, err := c.http.Do(req)
+	for attempt := 0; err != nil && mutating && getBody != nil && attempt < len(retryPauses) && retryable(req.Context(), err); attempt++ {
+		if !sleepCtx(req.Context(), retryPauses[attempt]) {
+			break
+		}
+		body, gerr := getBody()
+		if gerr != nil {
+			break
+		}
+		again := req.Clone(req.Context())
+		again.Body = body
+		resp, err = c.http.Do(again)
+	}
 	if err != nil {
 		return nil, transportError(req.Context(), err)
 	}

@@ -62,10 +62,12 @@ func uploadTool(d *Deps) *spacetools.Tool {
 
 func downloadTool(d *Deps) *spacetools.Tool {
 	return &spacetools.Tool{
-		Name:   "download",
-		Title:  "Download from a Space",
-		Hints:  mcpserve.Hints{},
-		Output: spacetools.OutputOf[TransferResult](),
+		Name:  "download",
+		Title: "Download from a Space",
+		Hints: mcpserve.Hints{},
+		// It only reads the Space: a retry downloads again, beside.
+		Keyless: true,
+		Output:  spacetools.OutputOf[TransferResult](),
 		Description: "Copy a file or folder from a Space to the bridge's machine, under its root folders. Never overwrites: an existing name " +
 			"becomes \"name (1).ext\". Each file's sha256 is checked against the Space's, and it lands atomically; a broken connection " +
 			"resumes where it stopped. A folder's symlinks that stay inside it are recreated as symlinks (never followed while writing); " +

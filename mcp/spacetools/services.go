@@ -148,7 +148,8 @@ func callToolTool() *Tool {
 		Name:  "call_tool",
 		Title: "Call a Space's MCP tool",
 		// What the called tool does is unknown here: assume the worst.
-		Hints: mcpserve.Hints{Destructive: true, OpenWorld: true},
+		Hints:   mcpserve.Hints{Destructive: true, OpenWorld: true},
+		Keyless: true,
 		Description: "Call a tool of an MCP service inside a Space (list_tools names them) and answer its result as the service gave it: " +
 			"every content part (text, image, audio, resource), structuredContent and isError. Progress is passed on when the call " +
 			"carries a progressToken; cancelling the call cancels it in the service.",

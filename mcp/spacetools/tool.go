@@ -47,8 +47,15 @@ type Tool struct {
 	Output *jsonschema.Schema
 	// Hints tell a host how careful to be with the tool.
 	Hints mcpserve.Hints
-	Run   func(ctx context.Context, c *Call) (*mcpserve.Result, error)
+	// Keyless: the tool changes the Space through no route that takes an
+	// Idempotency-Key (an MCP call), so it takes no idempotency_key.
+	Keyless bool
+	Run     func(ctx context.Context, c *Call) (*mcpserve.Result, error)
 }
+
+// keyed reports whether t takes an idempotency_key: it changes the Space
+// through the daemon's routes.
+func (t *Tool) keyed() bool { return !t.NoSpace && !t.Hints.ReadOnly && !t.Keyless }
 
 // Call is one invocation of a tool: the server's call, and its Space.
 type Call struct {
@@ -101,15 +108,47 @@ const spaceArgName = "space"
 // Schema is the input schema t is served with on s: t's own, with the
 // Space argument first when s names the Space.
 func (s Surface) Schema(t *Tool) *jsonschema.Schema {
-	if t.NoSpace || s.SpaceArg == nil {
+	addSpace := !t.NoSpace && s.SpaceArg != nil
+	if !addSpace && !t.keyed() {
 		return t.Schema
 	}
-	props := make(map[string]*jsonschema.Schema, len(t.Schema.Properties)+1)
+	props := make(map[string]*jsonschema.Schema, len(t.Schema.Properties)+2)
 	for k, v := range t.Schema.Properties {
 		props[k] = v
 	}
-	props[spaceArgName] = s.SpaceArg
-	return Object(append([]string{spaceArgName}, t.Schema.Required...), props)
+	required := t.Schema.Required
+	if addSpace {
+		props[spaceArgName] = s.SpaceArg
+		required = append([]string{spaceArgName}, required...)
+	}
+	if t.keyed() {
+		props[idempotencyKeyArg] = idempotencyKeySchema()
+	}
+	return Object(required, props)
+}
+
+// idempotencyKeyArg is the optional argument of every tool that changes a
+// Space: an agent that retries a call passes the key of its first try, and
+// the Space answers what that try did instead of doing it again.
+const idempotencyKeyArg = "idempotency_key"
+
+func idempotencyKeySchema() *jsonschema.Schema {
+	one, max := 1, client.MaxCallerIdempotencyKeyLength
+	return &jsonschema.Schema{Type: "string", MinLength: &one, MaxLength: &max, Pattern: "^[!-~]+$",
+		Description: "Optional. A key of your choosing for this call (a UUID does). If you call again with the same key " +
+			"and arguments, after a lost answer, the Space answers what the first call did instead of doing it again (kept 10 minutes)."}
+}
+
+// withIdempotencyKey puts the call's idempotency_key, if any, into ctx,
+// for every call to the Space the tool makes.
+func withIdempotencyKey(ctx context.Context, args json.RawMessage) context.Context {
+	var a struct {
+		Key string `json:"idempotency_key"`
+	}
+	if json.Unmarshal(args, &a) != nil || a.Key == "" {
+		return ctx
+	}
+	return client.WithIdempotencyKey(ctx, a.Key)
 }
 
 // Serve is t as the server serves it on s.
@@ -119,6 +158,9 @@ func (s Surface) Serve(t *Tool) *mcpserve.Tool {
 		Schema: s.Schema(t), Output: t.Output, Hints: t.Hints,
 		Run: func(ctx context.Context, mc *mcpserve.Call) (*mcpserve.Result, error) {
 			c := &Call{Call: mc}
+			if t.keyed() {
+				ctx = withIdempotencyKey(ctx, mc.Args)
+			}
 			if !t.NoSpace {
 				sp, err := s.Space(ctx, mc, t.Requires)
 				if err != nil {

@@ -100,7 +100,7 @@ func New(procs *process.Manager, desk *desktop.Desktop, version string) server.N
 func (s *Service) Routes() []server.Route {
 	return []server.Route{
 		{Method: http.MethodGet, Path: PathWS, APIKey: true, InBandAuth: true, Handler: s.serveWS},
-		{Method: http.MethodPost, Path: PathCmd, APIKey: true, Body: server.BodyJSON, Handler: s.serveCmd},
+		{Method: http.MethodPost, Path: PathCmd, APIKey: true, Body: server.BodyJSON, Idempotent: true, Handler: s.serveCmd},
 		{Method: http.MethodGet, Path: PathStatus, APIKey: true, Handler: s.status},
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
@@ -47,6 +48,9 @@ type Options struct {
 	AuthFailurePause func(context.Context)
 	// MCP declares the image's MCP services (its Version defaults to Version).
 	MCP mcpsvc.Options
+	// Now is the clock of the idempotency keys (server.Config); nil is
+	// time.Now.
+	Now func() time.Time
 }
 
 // New builds the daemon's server with every service.
@@ -82,6 +86,7 @@ func New(o Options) (*server.Server, error) {
 		// AuthFailurePause: the test daemon refuses many tokens on purpose.
 		AuthFailurePause: o.AuthFailurePause,
 		TLS:              o.TLS,
+		Now:              o.Now,
 		Services: []server.NewService{
 			procsvc.New(procs),
 			filesvc.New(o.Files),

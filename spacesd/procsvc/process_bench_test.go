@@ -1,6 +1,10 @@
 package procsvc_test
 
 import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
 	"os/exec"
 	"slices"
 	"testing"
@@ -71,4 +75,43 @@ func BenchmarkForkExecTrue(b *testing.B) {
 		})
 	}
 	m.report(b)
+}
+
+// BenchmarkExecIdempotencyKey is POST /v1/exec of /bin/true sent as raw
+// HTTP on one kept connection, without an Idempotency-Key and with a new
+// one per call: what keeping a key and its answer costs an exec.
+func BenchmarkExecIdempotencyKey(b *testing.B) {
+	d := spacesdtest.Start(b, spacesdtest.Options{})
+	body := []byte(`{"argv":["/bin/true"]}`)
+	hc := &http.Client{}
+	for _, keyed := range []bool{false, true} {
+		b.Run(fmt.Sprintf("key=%v", keyed), func(b *testing.B) {
+			var m medianTimer
+			n := 0
+			for b.Loop() {
+				n++
+				req, err := http.NewRequestWithContext(b.Context(), http.MethodPost, d.URL+api.PathExec, bytes.NewReader(body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				req.Header.Set("Authorization", "Bearer "+d.Token)
+				req.Header.Set("Content-Type", "application/json")
+				if keyed {
+					req.Header.Set(api.HeaderIdempotencyKey, fmt.Sprintf("bench-%d-%d", b.N, n))
+				}
+				m.time(func() {
+					resp, err := hc.Do(req)
+					if err != nil {
+						b.Fatal(err)
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						b.Fatalf("exec: HTTP %d", resp.StatusCode)
+					}
+				})
+			}
+			m.report(b)
+		})
+	}
 }

@@ -70,6 +70,9 @@ type Config struct {
 	// A test daemon that refuses thousands of tokens on purpose may pass a
 	// shorter one.
 	AuthFailurePause func(context.Context)
+	// Now is the clock of the idempotency keys' lifetime; nil is
+	// time.Now. A test holds it to see a key expire.
+	Now func() time.Time
 }
 
 // Server is one cua-spacesd HTTP surface.
@@ -85,6 +88,7 @@ type Server struct {
 	// public holds the paths of the public routes, whatever the method,
 	// and the methods each is served with (see methodNotAllowed).
 	public *http.ServeMux
+	idem   *idempotency
 
 	probes map[api.Feature]Probe
 
@@ -126,6 +130,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.streams, s.endStreams = context.WithCancel(context.Background())
 	s.conns = newConnTracker(cfg.Conns, s.log, s.metrics)
+	s.idem = newIdempotency(cfg.Now, s.metrics)
 	s.metrics.Counter(metricAuthFailures)
 	// The mux exists before the services, which may call the daemon's
 	// routes themselves (Host.Handler); it is filled in below.
@@ -158,6 +163,10 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("the route %s is served twice", pattern)
 		}
 		seen[pattern] = true
+		if rt.Idempotent && (rt.Ticket != "" || rt.Public || rt.Method == http.MethodGet) {
+			s.closeServices()
+			return nil, fmt.Errorf("the route %s cannot be idempotent: only the token's mutating calls keep keys", pattern)
+		}
 		s.mux.Handle(pattern, s.wrap(rt))
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -223,7 +232,8 @@ func (s *Server) closeServices() {
 }
 
 func (s *Server) limits() api.Limits {
-	l := api.Limits{MaxJSONBodyBytes: httpapi.MaxJSONBodyBytes}
+	l := api.Limits{MaxJSONBodyBytes: httpapi.MaxJSONBodyBytes,
+		MaxIdempotencyKeys: s.idem.max, IdempotencyKeySeconds: int(s.idem.ttl / time.Second)}
 	for _, svc := range s.services {
 		svc.Limits(&l)
 	}
@@ -458,6 +468,10 @@ func (s *Server) wrap(rt Route) http.Handler {
 			// An answer that streams without a hijack (SSE) would hold a
 			// graceful shutdown to its end: it ends as a WebSocket does.
 			rec.unlink = context.AfterFunc(rec.shutdown, rec.endStream)
+		}
+		if rt.Idempotent && r.Header.Get(api.HeaderIdempotencyKey) != "" {
+			s.idem.serve(rec, r, label, rt.Body, rt.Handler)
+			return
 		}
 		rt.Handler(rec, r)
 	})

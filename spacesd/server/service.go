@@ -66,8 +66,12 @@ type Route struct {
 	// Ticket is the scope of the tickets the route accepts besides the
 	// token (TicketScopeStream); "" = the token only. The handler finds
 	// the ticket's claims with CallerOf and enforces its target and mode.
-	Ticket  string
-	Handler http.HandlerFunc
+	Ticket string
+	// Idempotent routes change something, and take an Idempotency-Key
+	// (see idempotency.go): a repeat of a call with the same key answers
+	// the first call's answer instead of running again.
+	Idempotent bool
+	Handler    http.HandlerFunc
 }
 
 // Request body content types of Route.Body.

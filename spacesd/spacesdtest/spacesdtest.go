@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/capabilities/process"
@@ -67,6 +68,8 @@ type Options struct {
 	// the token (default a fresh one): those of a stopped daemon make
 	// this one its restart.
 	Addr, Token string
+	// Now is the clock of the idempotency keys (nil: time.Now).
+	Now func() time.Time
 }
 
 // Token returns a fresh random token.
@@ -101,7 +104,7 @@ func Start(t testing.TB, opts Options) *Daemon {
 		opts.AuthFailurePause = func(context.Context) {}
 	}
 	srv, err := daemon.New(daemon.Options{Version: "test", Auth: auth, Logger: log, Display: opts.Display, Process: opts.Process, Stream: opts.Stream,
-		AuthFailurePause: opts.AuthFailurePause, TLS: opts.TLS, MCP: opts.MCP})
+		AuthFailurePause: opts.AuthFailurePause, TLS: opts.TLS, MCP: opts.MCP, Now: opts.Now})
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)
 	}
