@@ -26,6 +26,10 @@ const (
 	// longer one is not kept, and a repeat of its key answers
 	// precondition_failed instead of running the call again.
 	MaxIdempotentAnswerBytes = 8 << 20
+	// MaxIdempotentAnswersBytes bounds the answers kept in all: past it
+	// the oldest finished keys are forgotten first, so that keys cost the
+	// daemon a bounded amount of memory whatever the answers' sizes.
+	MaxIdempotentAnswersBytes = 64 << 20
 )
 
 // ReasonIdempotencyKeyReused is the reason of an invalid_argument answered

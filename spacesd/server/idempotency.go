@@ -7,6 +7,7 @@ import (
 	"hash"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -22,7 +23,8 @@ import (
 // refused. The call runs to its end even when its client leaves, so that
 // the retry of a client whose link dropped finds its answer. Keys live in
 // memory only (a restart forgets them) for api.IdempotencyKeyTTL after
-// their call ended, at most api.MaxIdempotencyKeys of them.
+// their call ended, at most api.MaxIdempotencyKeys of them holding at most
+// api.MaxIdempotentAnswersBytes of answers.
 
 // metricIdempotentReplays counts answers given again for a key.
 const metricIdempotentReplays = "cua_spacesd_idempotent_replays_total"
@@ -56,20 +58,23 @@ type idemCall struct {
 }
 
 type idempotency struct {
-	now     func() time.Time
-	ttl     time.Duration
-	max     int
-	replays Counter
+	now      func() time.Time
+	ttl      time.Duration
+	max      int
+	maxBytes int
+	replays  Counter
 
 	mu    sync.Mutex
 	calls map[idemKey]*idemCall
+	// bytes is the size of the answers kept.
+	bytes int
 }
 
 func newIdempotency(now func() time.Time, m Metrics) *idempotency {
 	if now == nil {
 		now = time.Now
 	}
-	return &idempotency{now: now, ttl: api.IdempotencyKeyTTL, max: api.MaxIdempotencyKeys,
+	return &idempotency{now: now, ttl: api.IdempotencyKeyTTL, max: api.MaxIdempotencyKeys, maxBytes: api.MaxIdempotentAnswersBytes,
 		replays: m.Counter(metricIdempotentReplays), calls: map[idemKey]*idemCall{}}
 }
 
@@ -153,7 +158,7 @@ func (d *idempotency) begin(k idemKey, label string, fp [32]byte, whole bool) (*
 		if c.ended.IsZero() || now.Sub(c.ended) < d.ttl {
 			return c, false
 		}
-		delete(d.calls, k)
+		d.forgetLocked(k, c)
 	}
 	d.evictLocked(now)
 	c := &idemCall{route: label, fingerprint: fp, whole: whole, done: make(chan struct{})}
@@ -162,30 +167,35 @@ func (d *idempotency) begin(k idemKey, label string, fp [32]byte, whole bool) (*
 }
 
 // evictLocked forgets expired keys, then the oldest finished ones while
-// the store is full. Calls still running are never forgotten: at most
-// MaxIdempotencyKeys of them can hold the store past its bound (as many
-// requests as are running at once).
+// the store holds too many keys or too many bytes of answers. Calls still
+// running are never forgotten: they can hold the store past its bound by
+// as many requests as run at once.
 func (d *idempotency) evictLocked(now time.Time) {
-	if len(d.calls) < d.max {
+	if len(d.calls) < d.max && d.bytes <= d.maxBytes {
 		return
 	}
-	var oldest idemKey
-	var oldestEnd time.Time
+	finished := make([]idemKey, 0, len(d.calls))
 	for k, c := range d.calls {
-		if c.ended.IsZero() {
-			continue
-		}
-		if now.Sub(c.ended) >= d.ttl {
-			delete(d.calls, k)
-			continue
-		}
-		if oldestEnd.IsZero() || c.ended.Before(oldestEnd) {
-			oldest, oldestEnd = k, c.ended
+		switch {
+		case c.ended.IsZero():
+		case now.Sub(c.ended) >= d.ttl:
+			d.forgetLocked(k, c)
+		default:
+			finished = append(finished, k)
 		}
 	}
-	if len(d.calls) >= d.max && !oldestEnd.IsZero() {
-		delete(d.calls, oldest)
+	slices.SortFunc(finished, func(a, b idemKey) int { return d.calls[a].ended.Compare(d.calls[b].ended) })
+	for _, k := range finished {
+		if len(d.calls) < d.max && d.bytes <= d.maxBytes {
+			return
+		}
+		d.forgetLocked(k, d.calls[k])
 	}
+}
+
+func (d *idempotency) forgetLocked(k idemKey, c *idemCall) {
+	delete(d.calls, k)
+	d.bytes -= len(c.body)
 }
 
 // run is the first call of a key: the handler runs on a context that the
@@ -227,6 +237,8 @@ func (d *idempotency) run(w http.ResponseWriter, r *http.Request, call *idemCall
 		}
 	}
 	call.status, call.header, call.body, call.tooLarge = kw.status, kw.Header().Clone(), kw.buf.Bytes(), kw.over
+	d.bytes += len(call.body)
+	d.evictLocked(call.ended)
 }
 
 // replay writes a kept answer again, marked replayed.
