@@ -44,14 +44,17 @@ const envRoots = "CUA_BRIDGE_ROOTS"
 const usage = `usage: cua-bridge <command> [flags]
 
 MCP server:
-  mcp [--root DIR]...               serve MCP over stdio
-  serve [--listen ADDR] [--token-file FILE] [--root DIR]...
+  mcp [--home DIR] [--root DIR]...  serve MCP over stdio
+  serve [--home DIR] [--listen ADDR] [--token-file FILE] [--root DIR]...
                                     serve MCP over streamable HTTP at /mcp (default 127.0.0.1:3210)
                                     --root: a folder upload/download may use (repeatable; default
                                     $CUA_BRIDGE_ROOTS, else the working directory; never $CUA_HOME)
-  mcp-config [--client NAME] [--http]
+  mcp-config [--client NAME] [--home DIR] [--root DIR]...
+  mcp-config [--client NAME] [--home DIR] --http [--listen ADDR] [--token-file FILE] [--show-token]
                                     print the config that connects an MCP host to this bridge
-                                    (claude-code, claude-desktop, cursor, vscode, codex, generic)
+                                    (claude-code, claude-desktop, cursor, vscode, codex, generic);
+                                    the stdio form passes --root: the folders given, else the
+                                    directory mcp-config runs in. Every flag: cua-bridge mcp-config --help
 Human CLI:
   space add|ls|rm ...               manage registered Spaces
   exec SPACE -- CMD...              run a command, exit code passed through

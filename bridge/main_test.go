@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -67,5 +68,39 @@ func TestServeRefusesAFileOfSeveralTokens(t *testing.T) {
 	}
 	if tok, err := loadOrCreateToken(one, false); err != nil || tok != "serve-token" {
 		t.Fatalf("one token: %q, %v", tok, err)
+	}
+}
+
+// `cua-bridge --help` names every flag of mcp-config (as `mcp-config --help`
+// lists them, a line each) and points to that help.
+func TestUsageNamesEveryMCPConfigFlag(t *testing.T) {
+	var help, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"mcp-config", "--help"}, strings.NewReader(""), &help, &stderr); code != 0 {
+		t.Fatalf("mcp-config --help: exit %d: %s", code, stderr.String())
+	}
+	var flags []string
+	for _, m := range regexp.MustCompile(`(?m)^  (--[a-z-]+)`).FindAllStringSubmatch(help.String(), -1) {
+		flags = append(flags, m[1])
+	}
+	if len(flags) < 7 {
+		t.Fatalf("mcp-config --help lists %q:\n%s", flags, help.String())
+	}
+	var top bytes.Buffer
+	if code := run(t.Context(), []string{"--help"}, strings.NewReader(""), &top, &stderr); code != 0 {
+		t.Fatalf("--help: exit %d", code)
+	}
+	u := top.String()
+	i, j := strings.Index(u, "  mcp-config "), strings.Index(u, "Human CLI:")
+	if i < 0 || j < i {
+		t.Fatalf("no mcp-config entry in:\n%s", u)
+	}
+	entry := u[i:j]
+	for _, f := range flags {
+		if !regexp.MustCompile(`[\s\[]` + regexp.QuoteMeta(f) + `[\s\]]`).MatchString(entry) {
+			t.Errorf("cua-bridge --help does not name mcp-config's %s:\n%s", f, entry)
+		}
+	}
+	if !strings.Contains(entry, "cua-bridge mcp-config --help") {
+		t.Errorf("cua-bridge --help does not point to mcp-config --help:\n%s", entry)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/bridge/registry"
@@ -37,37 +38,100 @@ const (
 
 const usageText = `usage: cua-bridge mcp-config [--client NAME] [--home DIR] [--root DIR]...
        cua-bridge mcp-config [--client NAME] [--home DIR] --http [--listen ADDR] [--token-file FILE] [--show-token]
-
-Prints the configuration that connects an MCP host to this cua-bridge (stdout)
-and where to put it (stderr). NAME: %s (default %s).
 `
+
+const helpText = `
+Prints the configuration that connects an MCP host to this cua-bridge
+(stdout, to redirect into a file) and a note on where to put it (stderr).
+
+In the stdio form the host starts the bridge with --root for each folder the
+upload and download tools may use, and nothing outside them: the --root
+flags given here, else the directory mcp-config runs in. The note names the
+roots, and warns when one holds your whole home directory. In the --http
+form the roots are serve's own (its --root).
+
+Flags:
+`
+
+// options are mcp-config's flags.
+type options struct {
+	client    string
+	home      string
+	roots     rootList
+	http      bool
+	listen    string
+	tokenFile string
+	showToken bool
+}
+
+// newFlags defines mcp-config's flags. A back-quoted word in a usage names
+// the flag's value in --help; a default is written in the usage, in words.
+func newFlags(d Defaults) (*flag.FlagSet, *options) {
+	o := &options{}
+	fl := flag.NewFlagSet("mcp-config", flag.ContinueOnError)
+	fl.StringVar(&o.client, "client", string(Generic), "the MCP host to configure, `NAME` one of "+clientList()+" (default "+string(Generic)+")")
+	fl.StringVar(&o.home, "home", "", "the registry `DIR` the bridge opens (default $CUA_HOME, else ~/.cua)")
+	fl.Var(&o.roots, "root", "a folder `DIR` the upload and download tools may use, repeatable (stdio form only; default: the directory mcp-config runs in)")
+	fl.BoolVar(&o.http, "http", false, "the streamable-HTTP form, for a running cua-bridge serve, instead of stdio")
+	fl.StringVar(&o.listen, "listen", d.Listen, "the `ADDR` serve listens on (with --http; default "+d.Listen+")")
+	fl.StringVar(&o.tokenFile, "token-file", "", "serve's token `FILE` (with --http; default $CUA_HOME/"+d.TokenFileName+")")
+	fl.BoolVar(&o.showToken, "show-token", false, "write the token itself into the config (with --http; claude-code's line reads it from the token file, so it stays out of your shell history)")
+	return fl, o
+}
+
+// printHelp writes the usage and one line per flag: the order below, then
+// any flag it does not name, so that no flag goes unlisted.
+func printHelp(w io.Writer, fl *flag.FlagSet) {
+	fmt.Fprint(w, usageText, helpText)
+	var left, right []string
+	add := func(f *flag.Flag) {
+		arg, usage := flag.UnquoteUsage(f)
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			arg = ""
+		}
+		left = append(left, strings.TrimSpace("--"+f.Name+" "+arg))
+		right = append(right, usage)
+	}
+	listed := map[string]bool{}
+	for _, name := range []string{"client", "home", "root", "http", "listen", "token-file", "show-token"} {
+		if f := fl.Lookup(name); f != nil {
+			add(f)
+			listed[name] = true
+		}
+	}
+	fl.VisitAll(func(f *flag.Flag) {
+		if !listed[f.Name] {
+			add(f)
+		}
+	})
+	left, right = append(left, "--help"), append(right, "print this help")
+	width := 0
+	for _, l := range left {
+		width = max(width, len(l))
+	}
+	for i := range left {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, left[i], right[i])
+	}
+}
 
 // Main runs `cua-bridge mcp-config` and returns the exit code.
 func Main(args []string, d Defaults, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("mcp-config", flag.ContinueOnError)
+	fl, o := newFlags(d)
 	fl.SetOutput(stderr)
-	fl.Usage = func() {
-		fmt.Fprintf(stderr, usageText, clientList(), Generic)
-		fl.PrintDefaults()
-	}
-	client := fl.String("client", string(Generic), "the MCP host to configure")
-	home := fl.String("home", "", "registry directory (default $CUA_HOME or ~/.cua)")
-	useHTTP := fl.Bool("http", false, "the streamable-HTTP form, for a running cua-bridge serve, instead of stdio")
-	listen := fl.String("listen", d.Listen, "the address serve listens on (with --http)")
-	tokenFile := fl.String("token-file", "", "serve's token file (with --http; default $CUA_HOME/"+d.TokenFileName+")")
-	showToken := fl.Bool("show-token", false, "write the token itself into the config (with --http)")
-	var roots rootList
-	fl.Var(&roots, "root", "a host folder the upload and download tools may use (repeatable; default: this working directory; stdio form only: serve has its own)")
+	// The flag package prints its own error; help goes to stdout, in full.
+	fl.Usage = func() {}
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			printHelp(stdout, fl)
 			return exitOK
 		}
+		fmt.Fprint(stderr, usageText, helpHint)
 		return exitUsage
 	}
 	if fl.NArg() > 0 {
 		return usageError(stderr, "unexpected argument %q", fl.Arg(0))
 	}
-	if !*useHTTP {
+	if !o.http {
 		var httpOnly []string
 		fl.Visit(func(f *flag.Flag) {
 			if f.Name == "listen" || f.Name == "token-file" || f.Name == "show-token" {
@@ -77,20 +141,25 @@ func Main(args []string, d Defaults, stdout, stderr io.Writer) int {
 		if len(httpOnly) > 0 {
 			return usageError(stderr, "%v only apply with --http", httpOnly)
 		}
-	} else if len(roots) > 0 {
+	} else if len(o.roots) > 0 {
 		return usageError(stderr, "--root applies to the stdio form: give it to `cua-bridge serve`, which runs the HTTP form")
 	}
 
-	srv, notes, err := server(d, *home, *useHTTP, *listen, *tokenFile, *showToken)
-	if err == nil && !*useHTTP {
-		srv.Roots, err = absRoots(roots)
+	srv, notes, err := server(d, o.home, o.http, o.listen, o.tokenFile, o.showToken)
+	if err == nil && !o.http {
+		srv.Roots, err = absRoots(o.roots)
 	}
 	if err != nil {
 		return fail(stderr, err)
 	}
-	cfg, err := Render(Client(*client), srv)
+	cfg, err := Render(Client(o.client), srv)
 	if err != nil {
 		return fail(stderr, err)
+	}
+	if o.http {
+		notes += "The upload and download tools use the folders `cua-bridge serve` was started with (its --root; default $CUA_BRIDGE_ROOTS, else the directory serve runs in).\n"
+	} else {
+		notes += rootsNote(srv.Roots, len(o.roots) == 0, userHome())
 	}
 	fmt.Fprint(stdout, cfg.Text)
 	fmt.Fprint(stderr, cfg.Note+notes)
@@ -136,6 +205,7 @@ func server(d Defaults, home string, useHTTP bool, listen, tokenFile string, sho
 	case err == nil:
 		if showToken {
 			s.Token = tok
+			s.TokenFileExact = holdsExactly(s.TokenFile, tok)
 		}
 	case kind == api.KindInvalidArgument:
 		return Server{}, "", err
@@ -148,6 +218,19 @@ func server(d Defaults, home string, useHTTP bool, listen, tokenFile string, sho
 		notes = "Note: " + s.TokenFile + " does not exist: `cua-bridge serve --token-file` needs it to hold the token.\n"
 	}
 	return s, notes, nil
+}
+
+// holdsExactly reports whether the file at path holds tok and nothing else
+// bar line ends after it (as serve writes it), so that a shell's $(cat path),
+// which drops the final line ends only, yields tok.
+func holdsExactly(path, tok string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, registry.MaxTokenFileBytes+1))
+	return err == nil && strings.TrimRight(string(b), "\n") == tok
 }
 
 // executable is the bridge's absolute path with symlinks resolved, so the
@@ -189,9 +272,12 @@ func mcpURL(listen, path string) (string, error) {
 	return u.String(), nil
 }
 
+// helpHint follows the short usage printed on bad input.
+const helpHint = "Every flag: cua-bridge mcp-config --help\n"
+
 func usageError(stderr io.Writer, format string, args ...any) int {
 	fmt.Fprintf(stderr, "cua-bridge mcp-config: "+format+"\n", args...)
-	fmt.Fprintf(stderr, usageText, clientList(), Generic)
+	fmt.Fprint(stderr, usageText, helpHint)
 	return exitUsage
 }
 
@@ -206,26 +292,4 @@ func fail(stderr io.Writer, err error) int {
 		return exitUsage
 	}
 	return exitFailure
-}
-
-// rootList is the repeatable --root flag.
-type rootList []string
-
-func (r *rootList) String() string     { return fmt.Sprint(*r) }
-func (r *rootList) Set(v string) error { *r = append(*r, v); return nil }
-
-// absRoots makes the roots absolute; none means the working directory.
-func absRoots(roots []string) ([]string, error) {
-	if len(roots) == 0 {
-		roots = []string{"."}
-	}
-	out := make([]string, 0, len(roots))
-	for _, r := range roots {
-		abs, err := filepath.Abs(r)
-		if err != nil {
-			return nil, api.Errorf(api.KindEnv, "--root %s: %w", r, err)
-		}
-		out = append(out, abs)
-	}
-	return out, nil
 }

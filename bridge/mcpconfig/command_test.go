@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -267,5 +268,112 @@ func TestMainRefusesAFileOfSeveralTokens(t *testing.T) {
 	code, stdout, stderr := run(t, defaults("/bin/sh"), "--client", "generic", "--http", "--token-file", f, "--show-token")
 	if got := parse(t, t.TempDir(), mcpconfig.Generic, stdout); code != 0 || got.Auth != "Bearer "+tokA {
 		t.Fatalf("one token: code %d, Authorization %q, stderr %q; want %q", code, got.Auth, stderr, "Bearer "+tokA)
+	}
+}
+
+// TestMainNotesTheRoots: the note names the folders the stdio config lets
+// the upload and download tools use and how to choose others, and warns
+// when one holds the whole home directory (run from ~, the default root
+// would hand an agent every file of the user's). The HTTP form says the
+// roots are serve's.
+func TestMainNotesTheRoots(t *testing.T) {
+	registryWithToken(t)
+	home := filepath.Join(t.TempDir(), "u")
+	work := filepath.Join(home, "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	const how = "run mcp-config again with --root DIR"
+	cases := []struct {
+		name     string
+		cwd      string
+		args     []string
+		want     []string // in the note
+		wantNot  []string
+		warnings int
+	}{
+		{"default in a project", work, nil, []string{"may use " + work + " and nothing outside it", "the directory mcp-config ran in", how}, nil, 0},
+		{"default in the home directory", home, nil, []string{"may use " + home, how, "Warning: the root " + home + " is your home directory", "--root ~/work"}, nil, 1},
+		{"explicit roots", home, []string{"--root", work, "--root", "/srv"}, []string{"may use " + work + ", /srv (--root)"}, []string{"ran in"}, 0},
+		{"the home directory given", work, []string{"--root", home}, []string{"Warning: the root " + home + " is your home directory"}, nil, 1},
+		{"above the home directory", work, []string{"--root", filepath.Dir(home)}, []string{"Warning: the root " + filepath.Dir(home) + " holds your home directory (" + home + ")"}, nil, 1},
+		{"the whole file system", work, []string{"--root", work, "--root", "/"}, []string{"Warning: the root / is the whole file system"}, nil, 1},
+		{"through a symlink", work, []string{"--root", filepath.Join(work, "link")}, []string{"is your home directory"}, nil, 1},
+		{"http", home, []string{"--http"}, []string{"the folders `cua-bridge serve` was started with (its --root"}, []string{"Warning", "ran in"}, 0},
+	}
+	if err := os.Symlink(home, filepath.Join(work, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Chdir(c.cwd)
+			code, stdout, stderr := run(t, defaults("/bin/sh"), append([]string{"--client", "codex"}, c.args...)...)
+			if code != 0 || stdout == "" {
+				t.Fatalf("code %d, stdout %q, stderr %q", code, stdout, stderr)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("the note lacks %q:\n%s", w, stderr)
+				}
+			}
+			for _, w := range c.wantNot {
+				if strings.Contains(stderr, w) {
+					t.Errorf("the note holds %q:\n%s", w, stderr)
+				}
+			}
+			if n := strings.Count(stderr, "Warning:"); n != c.warnings {
+				t.Errorf("%d warnings, want %d:\n%s", n, c.warnings, stderr)
+			}
+		})
+	}
+}
+
+// TestClaudeCodeShowTokenKeepsItOutOfTheLine: with --show-token, the
+// claude-code line reads the token from its file as it runs, so that the
+// token lands in Claude Code's config but not in the shell's history; a
+// file $(cat) would not read back exactly gets the token written in, with
+// a warning.
+func TestClaudeCodeShowTokenKeepsItOutOfTheLine(t *testing.T) {
+	for _, c := range []struct {
+		name, dir, content string
+		exact              bool
+	}{
+		{"serve's file", "plain", "%s\n", true},
+		{"awkward folder", "it's \"a\" $(touch pwned) `x` *", "%s\n", true},
+		{"no final newline", "plain", "%s", true},
+		{"blanks around", "plain", "  %s \r\n", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			token := "tok-" + hex.EncodeToString([]byte(c.name))
+			home := filepath.Join(t.TempDir(), c.dir)
+			if err := os.MkdirAll(home, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(home, "bridge.token"), []byte(fmt.Sprintf(c.content, token)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, stdout, stderr := run(t, defaults("/bin/sh"), "--client", "claude-code", "--http", "--show-token", "--home", home)
+			if code != 0 {
+				t.Fatalf("code %d: %s", code, stderr)
+			}
+			dir := t.TempDir()
+			if got := parse(t, dir, mcpconfig.ClaudeCode, stdout); got.Auth != "Bearer "+token {
+				t.Fatalf("Claude Code gets Authorization %q, want %q, from:\n%s", got.Auth, "Bearer "+token, stdout)
+			}
+			if ents, _ := os.ReadDir(dir); len(ents) > 0 {
+				t.Fatalf("the shell ran part of a path: %v", ents)
+			}
+			if strings.Contains(stderr, token) {
+				t.Fatalf("the note holds the token: %s", stderr)
+			}
+			if c.exact {
+				if strings.Contains(stdout, token) || !strings.Contains(stderr, "stays out of the line and your shell's history") {
+					t.Fatalf("the line holds the token, or the note does not say why it does not:\n%s%s", stdout, stderr)
+				}
+			} else if !strings.Contains(stderr, "Warning: this line holds the token itself") {
+				t.Fatalf("no warning that the line holds the token:\n%s", stderr)
+			}
+		})
 	}
 }

@@ -21,7 +21,7 @@ const (
 )
 
 // TestDocsShowWhatIsRendered: every config mcp-config prints (stdio, and
-// HTTP without the token) appears in docs/tools.md's "Connecting an MCP
+// HTTP without the token, and claude-code's --show-token line) appears in docs/tools.md's "Connecting an MCP
 // host", so the documented shapes are the real ones: JSON compared as
 // values, TOML blocks and shell lines as text.
 func TestDocsShowWhatIsRendered(t *testing.T) {
@@ -84,5 +84,15 @@ func TestDocsShowWhatIsRendered(t *testing.T) {
 				t.Errorf("docs/tools.md does not show the %s config:\n%s", client, cfg.Text)
 			}
 		}
+	}
+	// claude-code's --show-token line reads the token from its file, so it
+	// holds no secret and is shown as well.
+	cfg, err := mcpconfig.Render(mcpconfig.ClaudeCode, mcpconfig.Server{URL: "http://127.0.0.1:3210/mcp", Token: "secret",
+		TokenFile: docsHome + "/bridge.token", TokenFileExact: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(shellLines, strings.TrimSuffix(cfg.Text, "\n")) {
+		t.Errorf("docs/tools.md does not show claude-code's --show-token line:\n%s", cfg.Text)
 	}
 }

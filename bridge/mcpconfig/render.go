@@ -69,6 +69,11 @@ type Server struct {
 	Token string
 	// TokenFile is where the token lives, for the note on how to supply it.
 	TokenFile string
+	// TokenFileExact says that TokenFile holds Token and nothing else bar
+	// line ends after it, so that a shell's $(cat TokenFile) yields Token:
+	// claude-code's line then reads the token there as it runs, and the
+	// token stays out of the line and the shell's history.
+	TokenFileExact bool
 }
 
 // Config is a rendered configuration: Text is exactly what the host reads
@@ -118,7 +123,8 @@ func Render(client Client, s Server) (Config, error) {
 	case Cursor:
 		return jsonConfig(s, mcpServersDoc(s, "", "${env:"+TokenEnv+"}"),
 			"Merge into ~/.cursor/mcp.json (every project) or .cursor/mcp.json (one project).",
-			"Cursor resolves ${env:"+TokenEnv+"} from its environment: start it with the token there, e.g. "+exportToken(s)+".")
+			"Cursor resolves ${env:"+TokenEnv+"} from its environment: start it with the token there, e.g. "+exportToken(s)+", then start Cursor from that shell.\n"+
+				notInGUI("Cursor")+" Cursor has no prompt for the token, as VS Code has.")
 	case VSCode:
 		return jsonConfig(s, vscodeDoc(s),
 			"Merge into .vscode/mcp.json (this workspace) or your user mcp.json (command: MCP: Open User Configuration).",
@@ -128,8 +134,9 @@ func Render(client Client, s Server) (Config, error) {
 	case Generic:
 		return jsonConfig(s, mcpServersDoc(s, "http", "${"+TokenEnv+"}"),
 			"Merge into the mcpServers object of your MCP host's config.",
-			"Hosts that expand ${VAR} in headers (as Claude Code does) take the token from "+TokenEnv+", e.g. "+exportToken(s)+
-				"; for others, replace ${"+TokenEnv+"} with the content of "+s.TokenFile+".")
+			"Hosts that expand ${VAR} in headers (as Claude Code does) take the token from "+TokenEnv+" in their environment, e.g. "+exportToken(s)+
+				"; for others, replace ${"+TokenEnv+"} with the content of "+s.TokenFile+".\n"+
+				notInGUI("A host")+" VS Code prompts for the token instead: --client vscode.")
 	}
 	return Config{}, api.Errorf(api.KindInvalidArgument, "unknown client %q (one of %s)", client, clientList()).WithHint("")
 }
@@ -221,6 +228,14 @@ func jsonConfig(s Server, doc map[string]any, where, tokenHow string) (Config, e
 	return Config{Text: b.String(), Note: note(s, where, tokenHow)}, nil
 }
 
+// notInGUI is said beside every HTTP form that reads the token from the
+// host's environment: a host started from a dock or a desktop menu has the
+// desktop session's environment, not that of the shell the user exported
+// the token in, and then sends an empty Bearer.
+func notInGUI(host string) string {
+	return host + ", started from a dock or a desktop menu, does not see variables exported in a shell: quit it and start it from such a shell."
+}
+
 // note is the advice printed beside the config (on stderr, so that the
 // config itself can be redirected into a file): where the text goes and, in
 // the HTTP form, how the host gets the token.
@@ -247,21 +262,42 @@ func exportToken(s Server) string {
 func claudeCode(s Server) Config {
 	words := []string{"claude", "mcp", "add"}
 	where := "Run this line in a shell (with --scope project instead, it writes ./.mcp.json for one project)."
+	header := ""
 	if s.URL == "" {
 		words = append(words, "--transport", "stdio", "--scope", "user", ServerName, "--", s.Command)
 		words = append(words, stdioArgs(s)...)
 	} else {
-		words = append(words, "--transport", "http", "--scope", "user", ServerName, s.URL,
-			"--header", "Authorization: "+bearer(s, "${"+TokenEnv+"}"))
+		words = append(words, "--transport", "http", "--scope", "user", ServerName, s.URL, "--header")
+		header = shellQuote("Authorization: " + bearer(s, "${"+TokenEnv+"}"))
+		if s.Token != "" && s.TokenFileExact {
+			// The shell reads the file as the line runs: a line holding the
+			// token would stay in the shell's history, and in the terminal.
+			header = `"Authorization: Bearer $(cat ` + shellQuote(s.TokenFile) + `)"`
+		}
 	}
-	quoted := make([]string, len(words))
+	quoted := make([]string, len(words), len(words)+1)
 	for i, w := range words {
 		quoted[i] = shellQuote(w)
 	}
-	return Config{
-		Text: strings.Join(quoted, " ") + "\n",
-		Note: note(s, where, "Claude Code expands ${"+TokenEnv+"} when it loads the config: start it with the token in its environment, e.g. "+exportToken(s)+"."),
+	if header != "" {
+		quoted = append(quoted, header)
 	}
+	// note's advice on the token does not fit a line that writes the config.
+	n := note(s, where, "")
+	switch {
+	case s.URL == "":
+	case s.Token == "":
+		n = where + "\nClaude Code expands ${" + TokenEnv + "} when it loads the config: start claude with the token in its environment, e.g. " + exportToken(s) + " first.\n" +
+			"Claude Code inside an IDE or app started from a dock or a desktop menu does not see variables exported in a shell: quit that and start it from such a shell.\n" +
+			"Or have Claude Code keep the token in its config: --show-token (the line then reads it from " + s.TokenFile + " as it runs, so it stays out of your shell's history).\n"
+	case s.TokenFileExact:
+		n = where + "\nThe line reads the token from " + s.TokenFile + " as it runs, so the token stays out of the line and your shell's history; " +
+			"Claude Code keeps it in its own config, ~/.claude.json (./.mcp.json with --scope project: keep that out of version control), as private as " + s.TokenFile + " should be.\n"
+	default:
+		n = where + "\nWarning: this line holds the token itself, and your shell keeps the lines it runs in its history. " +
+			"Write the token alone on the first line of " + s.TokenFile + ", with no blanks around it, and run mcp-config again: the line then reads it from there.\n"
+	}
+	return Config{Text: strings.Join(quoted, " ") + "\n", Note: n}
 }
 
 // codex is the [mcp_servers.<name>] table of ~/.codex/config.toml. Codex
@@ -289,7 +325,8 @@ func codex(s Server) Config {
 	return Config{
 		Text: b.String(),
 		Note: note(s, "Add to ~/.codex/config.toml (or .codex/config.toml in a trusted project).",
-			"Codex reads the bearer token from "+TokenEnv+": start it with the token there, e.g. "+exportToken(s)+"."),
+			"Codex reads the bearer token from "+TokenEnv+" in its environment: start it with the token there, e.g. "+exportToken(s)+" first.\n"+
+				notInGUI("The Codex app or IDE extension")+" Codex has no prompt for the token, as VS Code has."),
 	}
 }
 

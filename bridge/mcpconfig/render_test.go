@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -295,7 +296,7 @@ func TestRenderRefusesWhatNoConfigCanHold(t *testing.T) {
 	} {
 		for _, client := range mcpconfig.Clients() {
 			if _, err := mcpconfig.Render(client, s); api.KindOf(err) != api.KindInvalidArgument {
-				t.Errorf("Render(%s, %q) = %v, want invalid_argument", client, s, err)
+				t.Errorf("Render(%s, %#v) = %v, want invalid_argument", client, s, err)
 			}
 		}
 	}
@@ -310,16 +311,23 @@ func TestRenderRefusesWhatNoConfigCanHold(t *testing.T) {
 }
 
 // FuzzRender: whatever the paths and token, every host reads back exactly
-// what was rendered, and the shell runs nothing of it.
+// what was rendered, and the shell runs nothing of it (bar the cat of
+// claude-code's token file).
 func FuzzRender(f *testing.F) {
 	f.Add("/home/u/.cua", "/usr/local/bin/cua-bridge", "0123abcd")
 	f.Add(awkwardPath, "/o/'\"$x", "t'o\"k$(e)n")
 	f.Add("", "-", "\\")
 	f.Fuzz(func(t *testing.T, home, command, token string) {
 		dir := t.TempDir()
+		// A token file as serve writes it, which claude-code's line reads.
+		tokenFile := filepath.Join(t.TempDir(), "bridge.token")
+		if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 		servers := []mcpconfig.Server{
 			{Command: "/" + command, Home: "/" + home},
 			{URL: "http://127.0.0.1:3210/mcp", Token: token, TokenFile: "/" + home},
+			{URL: "http://127.0.0.1:3210/mcp", Token: token, TokenFile: tokenFile, TokenFileExact: token != "" && !strings.HasSuffix(token, "\n")},
 		}
 		for _, s := range servers {
 			for _, client := range mcpconfig.Clients() {
@@ -328,7 +336,7 @@ func FuzzRender(f *testing.F) {
 				}
 				if _, err := mcpconfig.Render(client, s); err != nil {
 					if api.KindOf(err) != api.KindInvalidArgument {
-						t.Fatalf("Render(%s, %q): %v", client, s, err)
+						t.Fatalf("Render(%s, %#v): %v", client, s, err)
 					}
 					continue
 				}
@@ -339,4 +347,58 @@ func FuzzRender(f *testing.F) {
 			t.Fatalf("the shell ran part of the input: %v", ents)
 		}
 	})
+}
+
+// TestEnvFormsSayAGUIHostLacksTheShellsVariables: beside every HTTP config
+// whose host reads the token from its environment, the note says that a
+// host started from a dock or a desktop menu does not see a shell's
+// exported variables, and what to do then; a host with a prompt for the
+// token (VS Code) gets that form instead, and the generic note points to it.
+func TestEnvFormsSayAGUIHostLacksTheShellsVariables(t *testing.T) {
+	s := mcpconfig.Server{URL: "http://127.0.0.1:3210/mcp", TokenFile: "/home/u/.cua/bridge.token"}
+	envForms := 0
+	for _, client := range mcpconfig.Clients() {
+		if client == mcpconfig.ClaudeDesktop {
+			continue
+		}
+		cfg := check(t, t.TempDir(), client, s)
+		v := parse(t, t.TempDir(), client, cfg.Text)
+		readsEnv := v.TokenEnv != "" || strings.Contains(v.Auth, "${"+mcpconfig.TokenEnv+"}") || strings.Contains(v.Auth, "${env:"+mcpconfig.TokenEnv+"}")
+		switch {
+		case readsEnv:
+			envForms++
+			if !strings.Contains(cfg.Note, "started from a dock or a desktop menu") || !strings.Contains(cfg.Note, "--show-token") {
+				t.Errorf("%s reads the token from its environment, and the note does not say a GUI host lacks it:\n%s", client, cfg.Note)
+			}
+		case len(v.Prompted) == 0:
+			t.Errorf("%s: the token comes neither from the environment nor from a prompt: %+v", client, v)
+		}
+		if client == mcpconfig.Generic && !strings.Contains(cfg.Note, "--client vscode") {
+			t.Errorf("the generic note does not offer VS Code's prompted form:\n%s", cfg.Note)
+		}
+	}
+	if envForms < 4 {
+		t.Fatalf("%d forms read the environment, want claude-code, cursor, codex and generic", envForms)
+	}
+}
+
+// TestRenderClaudeCodeReadsAnExactTokenFile: given a token file that holds
+// the token alone, the claude-code line has the shell read it as it runs
+// ($(cat FILE)): Claude Code gets the token, the line holds none.
+func TestRenderClaudeCodeReadsAnExactTokenFile(t *testing.T) {
+	for _, dir := range []string{"plain", awkwardPath} {
+		token := "it's $(x) \"q\" \\ `y` *"
+		file := filepath.Join(t.TempDir(), dir, "bridge.token")
+		if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s := mcpconfig.Server{URL: "http://127.0.0.1:3210/mcp", Token: token, TokenFile: file, TokenFileExact: true}
+		cfg := check(t, t.TempDir(), mcpconfig.ClaudeCode, s)
+		if strings.Contains(cfg.Text, token) || strings.Contains(cfg.Note, token) {
+			t.Fatalf("the line or its note holds the token:\n%s%s", cfg.Text, cfg.Note)
+		}
+	}
 }

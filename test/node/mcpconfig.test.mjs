@@ -249,6 +249,9 @@ describe('cua-bridge mcp-config', { timeout: 300_000 }, () => {
         const out = mcpConfig(bin, home, ['--client', client, '--http', '--listen', listen, '--show-token']);
         assert.equal(out.code, 0, out.stderr);
         assert.ok(!out.stderr.includes(token), 'the note holds the token');
+        // Claude Code's line has the shell read the token file as it runs:
+        // a line holding the token would stay in the shell's history.
+        if (client === 'claude-code') assert.ok(!out.stdout.includes(token), 'the claude mcp add line holds the token');
         const view = hostView(client, out.stdout);
         assert.equal(view.headers.Authorization, `Bearer ${token}`);
         const c = await connect(view, view.headers);
