@@ -30,6 +30,12 @@ const (
 	// the oldest finished keys are forgotten first, so that keys cost the
 	// daemon a bounded amount of memory whatever the answers' sizes.
 	MaxIdempotentAnswersBytes = 64 << 20
+	// IdempotentOrphanGrace is how long a keyed call whose client left
+	// runs on, waiting for a retry with its key to adopt it; without one
+	// it is cancelled, as a call without a key is at once (an MCP
+	// cancellation then still ends the command). An adopted call runs to
+	// its end. api/client retries within 0.3 s.
+	IdempotentOrphanGrace = 3 * time.Second
 )
 
 // ReasonIdempotencyKeyReused is the reason of an invalid_argument answered

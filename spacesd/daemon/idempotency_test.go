@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/internal/faultproxy"
+	"github.com/trycua/cua-spacesd/internal/proctest"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -351,5 +353,77 @@ func TestClientKeys(t *testing.T) {
 	_, err := e.c.Write(context.Background(), filepath.Join(e.dir, "stream"), io.MultiReader(strings.NewReader("abc")), 3, "")
 	if err == nil || e.proxy.Cut.Load() == cut {
 		t.Fatalf("a streamed write through a cut link: %v (cut %d)", err, e.proxy.Cut.Load()-cut)
+	}
+}
+
+// A keyed call whose client leaves runs on for a retry to adopt it: the
+// retry, sent after the first client gave up mid-run, gets the first run's
+// answer and nothing runs twice. A client that leaves and sends no retry
+// (a cancellation on purpose) still ends its command, a few seconds later.
+func TestLeftCallsAreAdoptedOrCancelled(t *testing.T) {
+	t.Parallel()
+	e := newIdemEnv(t)
+	post := func(ctx context.Context, key string, body []byte) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.d.URL+api.PathExec, bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+e.d.Token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(api.HeaderIdempotencyKey, key)
+		return http.DefaultClient.Do(req)
+	}
+	starts := filepath.Join(e.dir, "starts")
+	body := execBody(t, api.ExecRequest{Command: api.Command{Shell: "echo start >> " + starts + "; sleep 1; echo end"}})
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		for lines(t, starts) == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel() // the first client leaves mid-run
+	}()
+	if _, err := post(ctx, "adopted", body); err == nil {
+		t.Fatal("the first call answered before its client left")
+	}
+	resp, err := post(t.Context(), "adopted", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res api.ExecResult
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if res.Stdout != "end\n" || !res.Replayed || lines(t, starts) != 1 {
+		t.Fatalf("the retry: %+v, %d starts; want the first run's answer, replayed, one start", res, lines(t, starts))
+	}
+
+	// No retry: the command is ended.
+	pidFile := filepath.Join(e.dir, "pid")
+	body = execBody(t, api.ExecRequest{Command: api.Command{Shell: "echo $$ > " + pidFile + "; exec sleep 300"}})
+	ctx, cancel = context.WithCancel(t.Context())
+	go func() {
+		for lines(t, pidFile) == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+	}()
+	if _, err := post(ctx, "left", body); err == nil {
+		t.Fatal("sleep 300 answered")
+	}
+	b, _ := os.ReadFile(pidFile)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the left call's command ends", func() bool { return !proctest.Alive(pid) })
+	// Its key is free again: the same call runs anew.
+	resp, err = post(t.Context(), "left", execBody(t, api.ExecRequest{Command: api.Command{Shell: "echo again"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("another call under the key of a cancelled call: HTTP %d; want a run of its own (the key was freed)", resp.StatusCode)
 	}
 }

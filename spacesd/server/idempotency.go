@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"hash"
 	"io"
 	"net/http"
@@ -20,8 +21,11 @@ import (
 // Idempotency-Key runs once per key and caller. A repeat of the same
 // request answers the first answer, marked replayed; a repeat that arrives
 // while the first still runs waits for it; the key on another request is
-// refused. The call runs to its end even when its client leaves, so that
-// the retry of a client whose link dropped finds its answer. Keys live in
+// refused. When its client leaves, the call runs on a little while
+// (api.IdempotentOrphanGrace): a retry with its key in that time adopts it
+// and gets its answer, so a dropped link costs no second run; without one
+// it ends as if it had no key (a caller that cancels on purpose still ends
+// its command). Keys live in
 // memory only (a restart forgets them) for api.IdempotencyKeyTTL after
 // their call ended, at most api.MaxIdempotencyKeys of them holding at most
 // api.MaxIdempotentAnswersBytes of answers.
@@ -55,6 +59,10 @@ type idemCall struct {
 	tooLarge bool
 	aborted  bool
 	ended    time.Time
+	// waiters are the repeats waiting for the call now; adoptedOnce says
+	// one came since the last look (see orphaned).
+	waiters     int
+	adoptedOnce bool
 }
 
 type idempotency struct {
@@ -62,7 +70,10 @@ type idempotency struct {
 	ttl      time.Duration
 	max      int
 	maxBytes int
-	replays  Counter
+	// orphanGrace is how long a call whose client left waits for a retry
+	// to adopt it (api.IdempotentOrphanGrace).
+	orphanGrace time.Duration
+	replays     Counter
 
 	mu    sync.Mutex
 	calls map[idemKey]*idemCall
@@ -75,7 +86,8 @@ func newIdempotency(now func() time.Time, m Metrics) *idempotency {
 		now = time.Now
 	}
 	return &idempotency{now: now, ttl: api.IdempotencyKeyTTL, max: api.MaxIdempotencyKeys, maxBytes: api.MaxIdempotentAnswersBytes,
-		replays: m.Counter(metricIdempotentReplays), calls: map[idemKey]*idemCall{}}
+		orphanGrace: api.IdempotentOrphanGrace,
+		replays:     m.Counter(metricIdempotentReplays), calls: map[idemKey]*idemCall{}}
 }
 
 // callerOf names the caller keys belong to. Idempotent routes take the
@@ -116,10 +128,14 @@ func (d *idempotency) serve(w http.ResponseWriter, r *http.Request, label, bodyT
 			d.run(w, r, call, k, prefix, h)
 			return
 		}
-		// A repeat: wait for the first call's answer.
+		// A repeat: wait for the first call's answer. While it waits, the
+		// first call is adopted: its own client leaving does not end it.
+		d.adopt(call, +1)
 		select {
 		case <-call.done:
+			d.adopt(call, -1)
 		case <-r.Context().Done():
+			d.adopt(call, -1)
 			httpapi.WriteError(w, api.Errorf(api.KindCancelled, "call cancelled while the first call with its %s ran", api.HeaderIdempotencyKey))
 			return
 		}
@@ -208,7 +224,9 @@ func (d *idempotency) run(w http.ResponseWriter, r *http.Request, call *idemCall
 	stop := context.AfterFunc(session, func() {
 		if cause := context.Cause(session); cause != nil && cause != context.Canceled {
 			cancel(cause) // the session ended: rotation or shutdown
+			return
 		}
+		d.orphaned(call, cancel)
 	})
 	defer stop()
 	var hashed *hashingBody
@@ -240,6 +258,49 @@ func (d *idempotency) run(w http.ResponseWriter, r *http.Request, call *idemCall
 	d.bytes += len(call.body)
 	d.evictLocked(call.ended)
 }
+
+// orphaned is called when the client of a first call left: a dropped
+// link, or a caller that cancelled on purpose (an MCP cancellation). The
+// call runs on for orphanGrace, in which a retry with its key adopts it
+// (and gets its answer); without one, it is cancelled as an unkeyed call
+// would have been at once, its key freed. A call that is adopted runs to
+// its end.
+func (d *idempotency) orphaned(call *idemCall, cancel context.CancelCauseFunc) {
+	var check func()
+	check = func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		select {
+		case <-call.done:
+			return
+		default:
+		}
+		if call.waiters > 0 {
+			return
+		}
+		if call.adoptedOnce {
+			// Its adopters left too: give the next retry the same grace.
+			call.adoptedOnce = false
+			time.AfterFunc(d.orphanGrace, check)
+			return
+		}
+		cancel(errClientLeft)
+	}
+	time.AfterFunc(d.orphanGrace, check)
+}
+
+// adopt counts the repeats waiting for call.
+func (d *idempotency) adopt(call *idemCall, delta int) {
+	d.mu.Lock()
+	call.waiters += delta
+	if delta > 0 {
+		call.adoptedOnce = true
+	}
+	d.mu.Unlock()
+}
+
+// errClientLeft ends a keyed call whose client left and sent no retry.
+var errClientLeft = errors.New("the caller left, and no retry with the call's Idempotency-Key came")
 
 // replay writes a kept answer again, marked replayed.
 func replay(w http.ResponseWriter, c *idemCall) {
