@@ -99,6 +99,45 @@ type Limits struct {
 	IdempotencyKeySeconds int `json:"idempotency_key_seconds"`
 }
 
+// LimitDoc describes one field of Limits. docs/api.md's table of limits is
+// generated from LimitDocs, and a test fails when a field has none.
+type LimitDoc struct {
+	// Name is the field's JSON name.
+	Name string
+	// Meaning says what the field bounds, in its unit.
+	Meaning string
+}
+
+// LimitDocs describes every field of Limits, in the struct's order.
+func LimitDocs() []LimitDoc {
+	return []LimitDoc{
+		{"max_exec_output_bytes", "Bytes of each of stdout and stderr that one exec answers (its max_output_bytes may ask less, never more)."},
+		{"process_ring_bytes", "Bytes of output kept per stream of a detached process, for its stream and reconnects."},
+		{"max_processes", "Processes running at once: detached ones, execs in flight, and exited ones whose background children live."},
+		{"exit_retention_seconds", "How long an exited process's status and output stay readable (at least 600)."},
+		{"process_containment", "How each process tree is held: cgroup2, hybrid (cgroup2 with v1 controllers), cgroup1, or off (process groups only)."},
+		{"process_containment_note", "Why containment is off, or what it lacks (a controller); absent when nothing is missing."},
+		{"process_pids_max", "Tasks (processes and threads) of each process tree; 0 = not enforced."},
+		{"process_memory_max_bytes", "Memory of each process tree; 0 = not enforced."},
+		{"children_pids_max", "Tasks of all process trees together; 0 = not enforced."},
+		{"children_memory_max_bytes", "Memory of all process trees together; 0 = not enforced."},
+		{"max_json_body_bytes", "Bytes of a JSON request body."},
+		{"upload_chunk_bytes", "Bytes of one upload chunk (PUT /v1/uploads/{id})."},
+		{"max_click_count", "Clicks in one click call."},
+		{"max_scroll_clicks", "Wheel clicks per axis in one scroll call."},
+		{"max_screenshot_dimension", "The largest max_dimension of a screenshot."},
+		{"max_type_chars", "Characters (Unicode code points) in one type call."},
+		{"max_clipboard_bytes", "Bytes of clipboard text."},
+		{"max_stream_viewers", "Stream viewers at once, of every stream; one slot is kept for the token."},
+		{"max_stream_viewers_per_ticket", "Viewers one ticket (with its renewals) opens at once."},
+		{"stream_connect_timeout_seconds", "Seconds a viewer has to connect after its answer before its slot is freed."},
+		{"max_ticket_ttl_seconds", "The longest lifetime of a stream ticket."},
+		{"max_stream_fps", "The highest max_fps a viewer may ask."},
+		{"max_idempotency_keys", "Idempotency keys kept at once (the oldest finished is forgotten first)."},
+		{"idempotency_key_seconds", "How long a key is kept after its call ended."},
+	}
+}
+
 // Capabilities is the answer of GET /v1/capabilities.
 type Capabilities struct {
 	Daemon          string                    `json:"daemon"`

@@ -10,8 +10,8 @@ import (
 	"fmt"
 )
 
-// Kind is a stable error kind from the Spaces errors document. Callers branch
-// on it; the message is for people.
+// Kind is a stable error kind (docs/errors.md, generated from Kinds). Callers
+// branch on it; the message is for people.
 type Kind string
 
 // The kinds cua-spacesd and cua-bridge answer with.
@@ -87,6 +87,52 @@ func retryableByDefault(k Kind) bool {
 	return false
 }
 
+// KindDoc says what a kind means. docs/errors.md is generated from Kinds
+// (with each kind's HTTP status, retry flag and default hint), so a kind
+// added without a meaning fails that document's test.
+type KindDoc struct {
+	Kind Kind
+	// Meaning is one sentence: what went wrong.
+	Meaning string
+	// ClientSide kinds are made on the caller's side (api/client,
+	// cua-bridge), never answered by a daemon over HTTP: they have no status.
+	ClientSide bool
+	// Retry qualifies the kind's default retry flag when some errors of
+	// the kind say otherwise ("" = every error of the kind follows it).
+	Retry string
+}
+
+// Kinds lists every kind with its meaning, in the order of the const block.
+func Kinds() []KindDoc {
+	return []KindDoc{
+		{Kind: KindInvalidArgument, Meaning: "An argument is missing, malformed or out of range (a bad path, unknown JSON field, wrong Content-Type, a read past the end of a file); the message names it."},
+		{Kind: KindNotFound, Meaning: "No process, file, upload, window, stream session, service or tool with that id or path (or no registered Space of that name)."},
+		{Kind: KindSpacesdNotAvailable, ClientSide: true, Meaning: "The address answered but runs no cua-spacesd (told apart by GET /health), or did not answer at all."},
+		{Kind: KindCapabilityMissing, Meaning: "The call needs a feature this Space reports unsupported; the error names the feature and its limitation."},
+		{Kind: KindUnauthenticated, Meaning: "The token (or stream ticket) is missing, wrong, expired or from before a rotation."},
+		{Kind: KindPermissionDenied, Meaning: "The daemon may not do this: the file system refused it, a symlink is not trusted, or switching users needs a root daemon."},
+		{Kind: KindAmbiguousSandbox, ClientSide: true, Meaning: "A short Space name matches more than one registered Space."},
+		{Kind: KindTransferFailed, Meaning: "Bytes did not land: a body cut short, or a sha256 that does not match; nothing was written."},
+		{Kind: KindTimeout, Meaning: "A wait ran out: a command past its timeout, a display or window manager that did not answer, a process that did not read its stdin."},
+		{Kind: KindCancelled, Meaning: "The call ended before its answer because its caller went away (or cancelled it); the message says why the request ended."},
+		{Kind: KindStream, ClientSide: true, Meaning: "A stream (process output, file watch) ended under the client: the daemon closed it with a reason, or the link dropped."},
+		{Kind: KindEnv, Meaning: "Something in the Space's environment failed that no argument explains (a lost X connection, a failed system call)."},
+		{Kind: KindRelay, ClientSide: true, Meaning: "The relay between the client and the Space failed."},
+		{Kind: KindMCP, Meaning: "An MCP service inside the Space failed (would not start, exited, answered a JSON-RPC error); the message carries its error."},
+		{Kind: KindIO, Meaning: "Reading or writing a file failed for a reason other than permission or a missing path: a full disk, an I/O error."},
+		{Kind: KindJSON, Meaning: "A message could not be encoded or parsed as the JSON it should be."},
+		{Kind: KindForbidden, Meaning: "The caller is known but this is not its to do: a browser page of another origin, a ticket for another target, input outside a shared window."},
+		{Kind: KindPreconditionFailed, Meaning: "What is at the destination is not what the call allows: an existing path without overwrite, a non-empty directory without recursive, an idempotency key whose first answer was too big to keep."},
+		{Kind: KindLimitExceeded, Retry: "when the limit frees up on its own (processes running, uploads unfinished), and the answer then carries Retry-After: 1; a limit no retry can pass (a size over a cap) says retryable: false",
+			Meaning: "A bound of the daemon was reached; the message names it (GET /v1/capabilities lists the limits)."},
+		{Kind: KindHostCapabilityMissing, ClientSide: true, Meaning: "The bridge's own machine lacks what the call needs (no browser for cua-bridge view --open)."},
+	}
+}
+
+// RetryableByDefault says whether an error of kind k is retryable unless it
+// says otherwise (see KindDoc.Retry).
+func RetryableByDefault(k Kind) bool { return retryableByDefault(k) }
+
 var defaultHints = map[Kind]string{
 	KindInvalidArgument:     "check the call against the route's documented arguments; the message names the one at fault",
 	KindNotFound:            "list what exists first",
@@ -99,6 +145,16 @@ var defaultHints = map[Kind]string{
 	KindEnv:                 "retry; if it persists, check the spacesd log in the Space",
 	KindIO:                  "check the path, its permissions and the free disk space",
 	KindLimitExceeded:       "wait for some of what holds the limit to finish, then retry",
+	KindAmbiguousSandbox:    "use the Space's full registered name",
+	KindCancelled:           "nothing to undo; call again when the answer is wanted",
+	KindStream:              "reconnect from the offsets you have",
+	KindRelay:               "retry; check that the relay and the Space are online",
+	KindMCP:                 "check the service with list_tools; the message carries its error",
+	KindJSON:                "retry; report it if it persists",
+	KindForbidden:           "use the token, or a ticket for this target; the message says what was refused",
+	KindPreconditionFailed:  "look at what is at the destination; call again with overwrite (or recursive) if replacing it is meant",
+
+	KindHostCapabilityMissing: "install or set up on this machine what the message names",
 }
 
 // Errorf builds an Error of the given kind with the default retry flag and hint.

@@ -166,6 +166,7 @@ func call(t testing.TB, cs *sdk.ClientSession, name string, args map[string]any)
 		t.Fatalf("%s: %v", name, err)
 	}
 	checkOutput(t, name, res)
+	checkKind(t, name, res)
 	return res
 }
 

@@ -37,8 +37,10 @@ func uploadTool(d *Deps) *spacetools.Tool {
 			"overwrite": spacetools.Boolean("Replace existing files at the destination.", true),
 		}),
 		Requires: []api.Feature{api.FeatureFiles},
-		Errors:   []api.Kind{api.KindTransferFailed, api.KindIO, api.KindNotFound},
-		Result:   "JSON {source, dest, kind, files, bytes, sha256, verified}",
+		// precondition_failed: the destination appeared in the Space after
+		// the tool's own check, without overwrite.
+		Errors: []api.Kind{api.KindTransferFailed, api.KindIO, api.KindNotFound, api.KindPreconditionFailed},
+		Result: "JSON {source, dest, kind, files, bytes, sha256, verified}",
 		Run: func(ctx context.Context, c *spacetools.Call) (*mcpserve.Result, error) {
 			var a struct {
 				Path, Dest string

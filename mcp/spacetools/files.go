@@ -40,7 +40,7 @@ func spaceReadTool() *Tool {
 			"length": Integer(fmt.Sprintf("Bytes to read (default and maximum %d).", maxReadBytes), 0, maxReadBytes, nil),
 		}),
 		Requires: []api.Feature{api.FeatureFiles},
-		Errors:   []api.Kind{api.KindNotFound, api.KindIO},
+		Errors:   []api.Kind{api.KindNotFound, api.KindPermissionDenied, api.KindIO},
 		Result:   "text (or base64 with a note for binary); structured {path, size, offset, bytes, encoding, truncated}",
 		Run: func(ctx context.Context, c *Call) (*mcpserve.Result, error) {
 			var a struct {
@@ -113,7 +113,7 @@ func spaceWriteTool() *Tool {
 			"mode":     Str("Octal permission bits, e.g. \"0644\"; default the old file's or 0644."),
 		}),
 		Requires: []api.Feature{api.FeatureFiles},
-		Errors:   []api.Kind{api.KindTransferFailed, api.KindNotFound, api.KindIO},
+		Errors:   []api.Kind{api.KindTransferFailed, api.KindNotFound, api.KindPermissionDenied, api.KindIO},
 		Result:   "wrote <path> (<n> bytes, sha256 <hex> verified in Space); structured {path, bytes, sha256, verified}",
 		Run: func(ctx context.Context, c *Call) (*mcpserve.Result, error) {
 			var a struct{ Path, Content, Encoding, Mode string }

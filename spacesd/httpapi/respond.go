@@ -60,23 +60,44 @@ var ErrUnsupportedMediaType = errors.New("unsupported media type")
 var ErrMethodNotAllowed = errors.New("method not allowed")
 
 // StatusOf is the HTTP status an error travels with: its kind's, except for
-// the few answers HTTP has a sharper word for.
+// the few answers HTTP has a sharper word for (SharperStatuses).
 func StatusOf(e *api.Error) int {
-	switch {
-	case e.Kind == api.KindIO && (errors.Is(e, syscall.ENOSPC) || errors.Is(e, syscall.EDQUOT)):
-		return http.StatusInsufficientStorage
-	case e.Kind == api.KindInvalidArgument && errors.Is(e, files.ErrRangeNotSatisfiable):
-		return http.StatusRequestedRangeNotSatisfiable
-	case e.Kind == api.KindInvalidArgument && errors.Is(e, ErrUnsupportedMediaType):
-		return http.StatusUnsupportedMediaType
-	case e.Kind == api.KindInvalidArgument && errors.Is(e, ErrMethodNotAllowed):
-		return http.StatusMethodNotAllowed
+	for _, s := range SharperStatuses() {
+		if e.Kind != s.Kind {
+			continue
+		}
+		for _, cause := range s.Causes {
+			if errors.Is(e, cause) {
+				return s.Status
+			}
+		}
 	}
-	return statusFor(e.Kind)
+	return StatusFor(e.Kind)
 }
 
-// statusFor maps a kind to its HTTP status.
-func statusFor(k api.Kind) int {
+// SharperStatus is an answer whose kind travels with a status of its own
+// when the error wraps one of Causes.
+type SharperStatus struct {
+	Kind   api.Kind
+	Causes []error
+	Status int
+	// When says in words which errors these are (docs/api.md shows it).
+	When string
+}
+
+// SharperStatuses lists the answers HTTP has a sharper word for than their
+// kind's status; StatusOf applies them and docs/api.md is generated from them.
+func SharperStatuses() []SharperStatus {
+	return []SharperStatus{
+		{api.KindIO, []error{syscall.ENOSPC, syscall.EDQUOT}, http.StatusInsufficientStorage, "a full disk (or quota)"},
+		{api.KindInvalidArgument, []error{files.ErrRangeNotSatisfiable}, http.StatusRequestedRangeNotSatisfiable, "a read that starts at or past the end of the file"},
+		{api.KindInvalidArgument, []error{ErrUnsupportedMediaType}, http.StatusUnsupportedMediaType, "a body whose Content-Type is not the one its route takes"},
+		{api.KindInvalidArgument, []error{ErrMethodNotAllowed}, http.StatusMethodNotAllowed, "a method the path is not served with (public paths only)"},
+	}
+}
+
+// StatusFor maps a kind to its HTTP status.
+func StatusFor(k api.Kind) int {
 	switch k {
 	case api.KindInvalidArgument, api.KindJSON:
 		return http.StatusBadRequest
@@ -97,11 +118,15 @@ func statusFor(k api.Kind) int {
 	case api.KindTransferFailed:
 		return http.StatusUnprocessableEntity
 	case api.KindCancelled:
-		return 499 // client closed request, as nginx names it
+		return StatusClientClosedRequest
 	default:
 		return http.StatusInternalServerError
 	}
 }
+
+// StatusClientClosedRequest is the status of a call whose caller went away
+// (kind cancelled), as nginx names it; HTTP has no word of its own.
+const StatusClientClosedRequest = 499
 
 // DecodeBody reads a JSON body into a T, refusing unknown fields, trailing
 // data and bodies over MaxJSONBodyBytes with kind invalid_argument.

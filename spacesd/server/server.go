@@ -249,6 +249,11 @@ func (s *Server) Routes() []string {
 	return out
 }
 
+// RouteTable is a copy of the route table in the order it is served: the
+// system's routes, then each service's. docs/api.md's route table is
+// generated from it.
+func (s *Server) RouteTable() []Route { return slices.Clone(s.routes) }
+
 // Handler is the daemon's whole HTTP handler.
 func (s *Server) Handler() http.Handler { return s.mux }
 
