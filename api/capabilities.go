@@ -2,6 +2,15 @@ package api
 
 import "time"
 
+// The daemon's own routes, whatever its services: GET PathHealth names the
+// daemon without auth, GET PathCapabilities answers Capabilities, GET
+// PathMetrics the Prometheus metrics.
+const (
+	PathHealth       = "/health"
+	PathCapabilities = "/v1/capabilities"
+	PathMetrics      = "/metrics"
+)
+
 // Feature is a guest capability a client can ask about before calling.
 type Feature string
 

@@ -24,6 +24,13 @@ const (
 	PathViewer = "/viewer/"
 )
 
+// ViewerFragment is the fragment of a viewer link to the offer URL with
+// the ticket, PathViewer + "#" + ViewerFragment(...), as the page reads it
+// (media/viewer/static/link.js).
+func ViewerFragment(ticket, offerURL string) string {
+	return url.Values{"ticket": {ticket}, "offer": {offerURL}}.Encode()
+}
+
 // ContentTypeSDP is the body type of WHEP offers and answers.
 const ContentTypeSDP = "application/sdp"
 

@@ -149,7 +149,7 @@ func (c *Client) url(path string, q url.Values) string {
 // spacesd_not_available) from "spacesd, but the token is wrong", which only
 // an authenticated call reveals.
 func (c *Client) Health(ctx context.Context) (*api.Health, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url("/health", nil), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url(api.PathHealth, nil), nil)
 	if err != nil {
 		return nil, api.Errorf(api.KindInvalidArgument, "health request: %w", err)
 	}
@@ -171,7 +171,7 @@ func (c *Client) Health(ctx context.Context) (*api.Health, error) {
 // Capabilities asks what this Space supports.
 func (c *Client) Capabilities(ctx context.Context) (*api.Capabilities, error) {
 	var caps api.Capabilities
-	return &caps, c.JSON(ctx, http.MethodGet, "/v1/capabilities", nil, nil, &caps)
+	return &caps, c.JSON(ctx, http.MethodGet, api.PathCapabilities, nil, nil, &caps)
 }
 
 // JSON does one call with a JSON body (nil for none) and decodes a JSON answer

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -19,12 +18,8 @@ const MaxScreenshotBytes = 256 << 20
 // Windows lists the top-level windows; appName filters by a case-insensitive
 // substring of the app name, instance or title ("" = all).
 func (c *Client) Windows(ctx context.Context, appName string) ([]api.Window, error) {
-	var q url.Values
-	if appName != "" {
-		q = url.Values{"app_name": {appName}}
-	}
 	var list []api.Window
-	return list, c.JSON(ctx, http.MethodGet, api.PathWindows, q, nil, &list)
+	return list, c.JSON(ctx, http.MethodGet, api.PathWindows, api.WindowsQuery{AppName: appName}.Values(), nil, &list)
 }
 
 // ActivateWindow raises and focuses a window.
@@ -60,20 +55,7 @@ func (c *Client) LaunchApp(ctx context.Context, req api.LaunchRequest) (*api.Lau
 // Screenshot captures the screen or one window and returns the encoded
 // image with its description.
 func (c *Client) Screenshot(ctx context.Context, req api.ScreenshotRequest) ([]byte, *api.ScreenshotInfo, error) {
-	q := url.Values{}
-	if req.WindowID != 0 {
-		q.Set("window_id", strconv.FormatUint(uint64(req.WindowID), 10))
-	}
-	if req.Format != "" {
-		q.Set("format", req.Format)
-	}
-	if req.Quality != 0 {
-		q.Set("quality", strconv.Itoa(req.Quality))
-	}
-	if req.MaxDimension != 0 {
-		q.Set("max_dimension", strconv.Itoa(req.MaxDimension))
-	}
-	resp, err := c.Do(ctx, http.MethodGet, api.PathScreenshot, q, nil, "")
+	resp, err := c.Do(ctx, http.MethodGet, api.PathScreenshot, req.Values(), nil, "")
 	if err != nil {
 		return nil, nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 
 	"github.com/trycua/cua-spacesd/api"
@@ -14,17 +13,14 @@ import (
 // Stat describes one path.
 func (c *Client) Stat(ctx context.Context, path string) (*api.FileInfo, error) {
 	var fi api.FileInfo
-	return &fi, c.JSON(ctx, http.MethodGet, api.PathFileStat, url.Values{"path": {path}}, nil, &fi)
+	return &fi, c.JSON(ctx, http.MethodGet, api.PathFileStat, api.FileStatQuery{Path: path}.Values(), nil, &fi)
 }
 
 // List lists a directory to depth levels (1 = its own entries).
 func (c *Client) List(ctx context.Context, path string, depth int, hidden bool) (*api.ListResult, error) {
-	q := url.Values{"path": {path}, "depth": {strconv.Itoa(depth)}}
-	if hidden {
-		q.Set("hidden", "true")
-	}
+	q := api.FileListQuery{Path: path, Depth: depth, Hidden: hidden}
 	var res api.ListResult
-	return &res, c.JSON(ctx, http.MethodGet, api.PathFileList, q, nil, &res)
+	return &res, c.JSON(ctx, http.MethodGet, api.PathFileList, q.Values(), nil, &res)
 }
 
 // Mkdir makes a directory.
@@ -45,7 +41,7 @@ func (c *Client) Remove(ctx context.Context, req api.RemoveRequest) error {
 // Read opens length bytes of a file from offset (length < 0: to the end).
 // It returns the body and the whole file's size.
 func (c *Client) Read(ctx context.Context, path string, offset, length int64) (io.ReadCloser, int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url(api.PathFileContent, url.Values{"path": {path}}), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url(api.PathFileContent, api.FileReadQuery{Path: path}.Values()), nil)
 	if err != nil {
 		return nil, 0, api.Errorf(api.KindInvalidArgument, "read %s: %w", path, err)
 	}
@@ -80,11 +76,8 @@ func (*emptyReader) Read([]byte) (int, error) { return 0, io.EOF }
 // Write replaces a file atomically with the body: the old file or the new
 // one, never a mix. mode is octal ("0644"), "" for the default or the old file's.
 func (c *Client) Write(ctx context.Context, path string, body io.Reader, size int64, mode string) (*api.WriteResult, error) {
-	q := url.Values{"path": {path}}
-	if mode != "" {
-		q.Set("mode", mode)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.url(api.PathFileContent, q), body)
+	q := api.FileWriteQuery{Path: path, Mode: mode}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.url(api.PathFileContent, q.Values()), body)
 	if err != nil {
 		return nil, api.Errorf(api.KindInvalidArgument, "write %s: %w", path, err)
 	}
@@ -119,8 +112,8 @@ func (c *Client) UploadStatus(ctx context.Context, id string) (*api.UploadState,
 
 // PutChunk appends body at offset, which must equal the upload's current offset.
 func (c *Client) PutChunk(ctx context.Context, id string, offset int64, body io.Reader, n int64) (*api.UploadState, error) {
-	q := url.Values{"offset": {strconv.FormatInt(offset, 10)}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.url(processPath(api.PathUpload, id), q), body)
+	q := api.UploadChunkQuery{Offset: offset}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.url(processPath(api.PathUpload, id), q.Values()), body)
 	if err != nil {
 		return nil, api.Errorf(api.KindInvalidArgument, "upload chunk: %w", err)
 	}
@@ -147,9 +140,6 @@ func (c *Client) AbortUpload(ctx context.Context, id string) error {
 
 // Watch watches a directory (recursive: and everything below it).
 func (c *Client) Watch(ctx context.Context, path string, recursive bool) (*FileWatch, error) {
-	q := url.Values{"path": {path}}
-	if recursive {
-		q.Set("recursive", "true")
-	}
-	return openStream[api.WatchEvent](ctx, c, api.PathFileWatch, q)
+	q := api.FileWatchQuery{Path: path, Recursive: recursive}
+	return openStream[api.WatchEvent](ctx, c, api.PathFileWatch, q.Values())
 }

@@ -39,7 +39,7 @@ func (c *Client) StreamEndpoint(ctx context.Context, req api.TicketRequest, o ap
 	}
 	// The page reads both from its fragment: the ticket never travels in
 	// a request line, and the offer URL tells it the target, rate and size.
-	fragment := url.Values{"ticket": {t.Ticket}, "offer": {offer}}.Encode()
+	fragment := api.ViewerFragment(t.Ticket, offer)
 	return &api.StreamEndpoint{
 		ViewerURL: base + api.PathViewer + "#" + fragment, OfferURL: offer,
 		Ticket: t.Ticket, TicketExpiresAt: t.ExpiresAt, Codec: t.Codec,

@@ -5,7 +5,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/trycua/cua-spacesd/api"
@@ -49,11 +48,8 @@ func (c *Client) Resize(ctx context.Context, id string, size api.PTYSize) error 
 // its stdin afterwards. It answers how many bytes reached the process: all
 // of them, unless the error says where the process stopped reading.
 func (c *Client) WriteStdin(ctx context.Context, id string, data []byte, closeAfter bool) (*api.StdinResult, error) {
-	q := url.Values{}
-	if closeAfter {
-		q.Set("close", "true")
-	}
-	resp, err := c.Do(ctx, http.MethodPost, processPath(api.PathProcessStdin, id), q, bytes.NewReader(data), "application/octet-stream")
+	q := api.StdinQuery{Close: closeAfter}
+	resp, err := c.Do(ctx, http.MethodPost, processPath(api.PathProcessStdin, id), q.Values(), bytes.NewReader(data), "application/octet-stream")
 	if err != nil {
 		return nil, err
 	}
@@ -69,10 +65,8 @@ func (c *Client) WriteStdin(ctx context.Context, id string, data []byte, closeAf
 // from those offsets on arrives once, in order, then an "exit" event; Send
 // takes api.StreamInput messages (stdin, resize, signal).
 func (c *Client) StreamProcess(ctx context.Context, id string, stdoutOffset, stderrOffset int64) (*ProcessStream, error) {
-	q := url.Values{}
-	q.Set("stdout_offset", strconv.FormatInt(stdoutOffset, 10))
-	q.Set("stderr_offset", strconv.FormatInt(stderrOffset, 10))
-	return openStream[api.StreamEvent](ctx, c, processPath(api.PathProcessStream, id), q)
+	q := api.ProcessStreamQuery{StdoutOffset: stdoutOffset, StderrOffset: stderrOffset}
+	return openStream[api.StreamEvent](ctx, c, processPath(api.PathProcessStream, id), q.Values())
 }
 
 func processPath(pattern, id string) string {

@@ -10,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -317,7 +316,7 @@ func (s *Session) open(ctx context.Context, src string, offset, n int64, whole b
 		body, _, err := s.Client.Read(ctx, src, offset, n)
 		return body, nil, err
 	}
-	resp, err := s.Client.Do(ctx, http.MethodGet, api.PathFileContent, url.Values{"path": {src}}, nil, "")
+	resp, err := s.Client.Do(ctx, http.MethodGet, api.PathFileContent, api.FileReadQuery{Path: src}.Values(), nil, "")
 	if err != nil {
 		return nil, nil, err
 	}

@@ -17,7 +17,7 @@ const (
 	DefaultJPEGQuality = 80
 	// MaxDimensionLimit bounds max_dimension (and so the work of a scale);
 	// reported as limits.max_screenshot_dimension.
-	MaxDimensionLimit = 16384
+	MaxDimensionLimit = api.MaxScreenshotDimension
 	// MaxCapturePixels caps the area one capture reads: 8192x8192 (64 Mpx,
 	// 256 MiB of RGBA), well above an 8K screen (33 Mpx). Any client can
 	// resize its window to 32767x32767, whose capture would allocate 4 GiB

@@ -72,22 +72,6 @@ func FuzzParseRange(f *testing.F) {
 	})
 }
 
-// FuzzParseWindow: accepted offset/length parameters are non-negative.
-func FuzzParseWindow(f *testing.F) {
-	for _, s := range [][2]string{{"", ""}, {"0", "10"}, {"10", ""}, {"", "5"}, {"-1", ""}, {"x", "1"}, {"9223372036854775808", ""}} {
-		f.Add(s[0], s[1])
-	}
-	f.Fuzz(func(t *testing.T, off, length string) {
-		w, ok, err := files.ParseWindow(off, length)
-		if err != nil {
-			return
-		}
-		if ok != (off != "" || length != "") || w.Offset < 0 || w.Length < -1 || (length == "" && w.Length != -1) {
-			t.Fatalf("ParseWindow(%q, %q) = %+v, %v", off, length, w, ok)
-		}
-	})
-}
-
 // FuzzRequestBodies decodes the JSON bodies of mkdir, move, remove and
 // upload as the server does, and checks them: they only validate, nothing
 // touches the disk. An accepted request holds clean absolute paths.

@@ -18,7 +18,7 @@ import (
 // Truncated and the caller lists a narrower directory.
 const (
 	MaxListEntries = 10_000
-	MaxListDepth   = 32
+	MaxListDepth   = api.MaxListDepth
 )
 
 // List lists a directory to depth levels (1 = its own entries), in

@@ -140,27 +140,6 @@ type Window struct {
 	Offset, Length int64
 }
 
-// ParseWindow parses the offset and length query parameters of a read
-// ("" = absent). ok is false when neither is given.
-func ParseWindow(offset, length string) (w Window, ok bool, err error) {
-	w.Length = -1
-	if offset != "" {
-		v, perr := strconv.ParseInt(offset, 10, 64)
-		if perr != nil || v < 0 {
-			return w, false, api.Errorf(api.KindInvalidArgument, "offset %q must be a non-negative integer", offset)
-		}
-		w.Offset, ok = v, true
-	}
-	if length != "" {
-		v, perr := strconv.ParseInt(length, 10, 64)
-		if perr != nil || v < 0 {
-			return w, false, api.Errorf(api.KindInvalidArgument, "length %q must be a non-negative integer", length)
-		}
-		w.Length, ok = v, true
-	}
-	return w, ok, nil
-}
-
 // ErrRangeNotSatisfiable is the cause of the invalid_argument error of a
 // window that starts at or past the end of a file (HTTP answers it 416).
 var ErrRangeNotSatisfiable = errors.New("range not satisfiable")

@@ -19,7 +19,12 @@ func windowID(r *http.Request) (uint32, error) {
 }
 
 func (s *Service) windows(w http.ResponseWriter, r *http.Request) {
-	list, err := s.d.Windows(r.Context(), r.URL.Query().Get("app_name"))
+	q, err := api.ParseWindowsQuery(r.URL.Query())
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	list, err := s.d.Windows(r.Context(), q.AppName)
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return

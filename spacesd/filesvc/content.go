@@ -20,12 +20,14 @@ import (
 // invalid_argument. Range is parsed here rather than by http.ServeContent so
 // that every failure travels in our error envelope.
 func (s *Service) handleRead(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	path := q.Get("path")
-	win, byQuery, err := files.ParseWindow(q.Get("offset"), q.Get("length"))
+	q, err := api.ParseFileReadQuery(r.URL.Query())
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return
+	}
+	path, byQuery, win := q.Path, q.Part, files.Window{Offset: q.Offset, Length: q.Length}
+	if !byQuery {
+		win.Length = -1 // the whole file
 	}
 	rangeHdr := r.Header.Get("Range")
 	if byQuery && rangeHdr != "" {
@@ -93,10 +95,14 @@ func (s *Service) handleRead(w http.ResponseWriter, r *http.Request) {
 
 // handleWrite replaces a file atomically with the request body.
 func (s *Service) handleWrite(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q, err := api.ParseFileWriteQuery(r.URL.Query())
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
 	opt := files.WriteOptions{Counter: s.countIn(), Journal: s.journal}
-	if s := q.Get("mode"); s != "" {
-		m, err := files.ParseMode("mode", s, files.DefaultFileMode)
+	if q.Mode != "" {
+		m, err := files.ParseMode(api.QueryMode, q.Mode, files.DefaultFileMode)
 		if err != nil {
 			httpapi.WriteError(w, err)
 			return
@@ -105,7 +111,7 @@ func (s *Service) handleWrite(w http.ResponseWriter, r *http.Request) {
 	}
 	body := httpapi.ReadIdle(w, r.Body)
 	defer body.Done()
-	res, err := files.WriteAtomic(q.Get("path"), body, opt)
+	res, err := files.WriteAtomic(q.Path, body, opt)
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return

@@ -3,12 +3,18 @@ package filesvc
 import (
 	"net/http"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/files"
 	"github.com/trycua/cua-spacesd/spacesd/httpapi"
 )
 
 func (s *Service) handleStat(w http.ResponseWriter, r *http.Request) {
-	fi, err := files.Stat(r.URL.Query().Get("path"))
+	q, err := api.ParseFileStatQuery(r.URL.Query())
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	fi, err := files.Stat(q.Path)
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return
@@ -17,17 +23,12 @@ func (s *Service) handleStat(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Service) handleList(w http.ResponseWriter, r *http.Request) {
-	depth, err := httpapi.QueryInt(r, "depth", 1, 1, files.MaxListDepth)
+	q, err := api.ParseFileListQuery(r.URL.Query())
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return
 	}
-	hidden, err := httpapi.QueryBool(r, "hidden")
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	res, err := files.List(r.Context(), r.URL.Query().Get("path"), int(depth), hidden)
+	res, err := files.List(r.Context(), q.Path, q.Depth, q.Hidden)
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return

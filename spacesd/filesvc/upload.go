@@ -37,18 +37,14 @@ func (s *Service) handleUploadStatus(w http.ResponseWriter, r *http.Request) {
 // checked by the upload as it lands, and refused whole.
 func (s *Service) handleUploadChunk(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if r.URL.Query().Get("offset") == "" {
-		httpapi.WriteError(w, api.Errorf(api.KindInvalidArgument, "upload %s: the offset query parameter is required", id))
-		return
-	}
-	offset, err := httpapi.QueryInt(r, "offset", 0, 0, 1<<62)
+	q, err := api.ParseUploadChunkQuery(r.URL.Query())
 	if err != nil {
-		httpapi.WriteError(w, err)
+		httpapi.WriteError(w, api.Errorf(api.KindInvalidArgument, "upload %s: %w", id, err))
 		return
 	}
 	body := httpapi.ReadIdle(w, r.Body)
 	defer body.Done()
-	st, err := s.uploads.Put(r.Context(), id, offset, r.ContentLength, body, s.countIn())
+	st, err := s.uploads.Put(r.Context(), id, q.Offset, r.ContentLength, body, s.countIn())
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/files"
 	"github.com/trycua/cua-spacesd/spacesd/httpapi"
 )
@@ -12,14 +13,14 @@ import (
 // handleWatch streams api.WatchEvent messages until the client leaves or
 // the request's context ends (shutdown, or rotation of the token).
 func (s *Service) handleWatch(w http.ResponseWriter, r *http.Request) {
-	recursive, err := httpapi.QueryBool(r, "recursive")
+	q, err := api.ParseFileWatchQuery(r.URL.Query())
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return
 	}
 	// Start the watch before the upgrade, so a bad path answers in our
 	// error envelope rather than as a closed socket.
-	fw, err := files.Watch(r.Context(), r.URL.Query().Get("path"), files.WatchOptions{Recursive: recursive})
+	fw, err := files.Watch(r.Context(), q.Path, files.WatchOptions{Recursive: q.Recursive})
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return

@@ -150,32 +150,6 @@ func DecodeBody[T any](r *http.Request) (T, error) {
 	return v, nil
 }
 
-// QueryInt parses an optional integer query parameter within [lo, hi].
-func QueryInt(r *http.Request, name string, def, lo, hi int64) (int64, error) {
-	s := r.URL.Query().Get(name)
-	if s == "" {
-		return def, nil
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v < lo || v > hi {
-		return 0, api.Errorf(api.KindInvalidArgument, "query parameter %s=%q must be an integer from %d to %d", name, s, lo, hi)
-	}
-	return v, nil
-}
-
-// QueryBool parses an optional boolean query parameter.
-func QueryBool(r *http.Request, name string) (bool, error) {
-	s := r.URL.Query().Get(name)
-	if s == "" {
-		return false, nil
-	}
-	v, err := strconv.ParseBool(s)
-	if err != nil {
-		return false, api.Errorf(api.KindInvalidArgument, "query parameter %s=%q must be true or false", name, s)
-	}
-	return v, nil
-}
-
 // NoContent is the result of an operation that only succeeds or fails: it
 // is answered 204 with no body, on every route alike.
 type NoContent struct{}

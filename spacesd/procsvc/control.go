@@ -12,7 +12,7 @@ import (
 // handleStdin writes the raw body to a process's stdin and answers how many
 // bytes the process accepted: POST /v1/processes/{id}/stdin[?close=true].
 func (s *Service) handleStdin(w http.ResponseWriter, r *http.Request) {
-	closeAfter, err := httpapi.QueryBool(r, "close")
+	q, err := api.ParseStdinQuery(r.URL.Query())
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return
@@ -22,7 +22,7 @@ func (s *Service) handleStdin(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, err)
 		return
 	}
-	n, err := p.WriteStdin(r.Context(), r.Body, closeAfter)
+	n, err := p.WriteStdin(r.Context(), r.Body, q.Close)
 	s.bytesIn.Add(n)
 	httpapi.Answer(w, api.StdinResult{Bytes: n}, err)
 }

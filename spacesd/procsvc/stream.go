@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math"
 	"net/http"
 
 	"github.com/gorilla/websocket"
@@ -19,12 +18,7 @@ import (
 // offsets, and applies the client's stdin, resize and signal messages:
 // GET /v1/processes/{id}/stream?stdout_offset=N&stderr_offset=M.
 func (s *Service) handleStream(w http.ResponseWriter, r *http.Request) {
-	outOff, err := httpapi.QueryInt(r, "stdout_offset", 0, 0, math.MaxInt64)
-	if err != nil {
-		httpapi.WriteError(w, err)
-		return
-	}
-	errOff, err := httpapi.QueryInt(r, "stderr_offset", 0, 0, math.MaxInt64)
+	q, err := api.ParseProcessStreamQuery(r.URL.Query())
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return
@@ -36,7 +30,7 @@ func (s *Service) handleStream(w http.ResponseWriter, r *http.Request) {
 	}
 	// Subscribe before the upgrade, so a bad offset answers in our error
 	// envelope rather than as a closed socket.
-	sub, err := p.Subscribe(outOff, errOff)
+	sub, err := p.Subscribe(q.StdoutOffset, q.StderrOffset)
 	if err != nil {
 		httpapi.WriteError(w, err)
 		return

@@ -11,9 +11,9 @@ import (
 // systemRoutes are the daemon's own routes, whatever its services.
 func (s *Server) systemRoutes() []Route {
 	return []Route{
-		{Method: http.MethodGet, Path: "/health", Public: true, Handler: s.handleHealth},
-		{Method: http.MethodGet, Path: "/v1/capabilities", Handler: s.handleCapabilities},
-		{Method: http.MethodGet, Path: "/metrics", Handler: s.handleMetrics},
+		{Method: http.MethodGet, Path: api.PathHealth, Public: true, Handler: s.handleHealth},
+		{Method: http.MethodGet, Path: api.PathCapabilities, Handler: s.handleCapabilities},
+		{Method: http.MethodGet, Path: api.PathMetrics, Handler: s.handleMetrics},
 	}
 }
 
