@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
-	"github.com/trycua/cua-spacesd/capabilities/files"
 )
 
 // MaxJSONBodyBytes bounds every JSON request body; bulk bytes travel as
@@ -65,7 +64,7 @@ func StatusOf(e *api.Error) int {
 	switch {
 	case e.Kind == api.KindIO && (errors.Is(e, syscall.ENOSPC) || errors.Is(e, syscall.EDQUOT)):
 		return http.StatusInsufficientStorage
-	case e.Kind == api.KindInvalidArgument && errors.Is(e, files.ErrRangeNotSatisfiable):
+	case e.Kind == api.KindInvalidArgument && errors.Is(e, api.ErrRangeNotSatisfiable):
 		return http.StatusRequestedRangeNotSatisfiable
 	case e.Kind == api.KindInvalidArgument && errors.Is(e, ErrUnsupportedMediaType):
 		return http.StatusUnsupportedMediaType
