@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"io/fs"
 	"time"
 )
@@ -28,6 +29,12 @@ const (
 	// http.Response.Trailer once the body is read to EOF).
 	HeaderSHA256 = "X-Cua-Sha256"
 )
+
+// ErrRangeNotSatisfiable is the cause of the invalid_argument error of a
+// read whose window starts at or past the end of a non-empty file. It is in
+// the contract, not in capabilities/files, because HTTP answers it with a
+// status of its own (416), and the daemon's HTTP layer knows no capability.
+var ErrRangeNotSatisfiable = errors.New("range not satisfiable")
 
 // FileType is the kind of a directory entry.
 type FileType string

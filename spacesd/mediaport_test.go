@@ -13,6 +13,7 @@ import (
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
+	"github.com/trycua/cua-spacesd/media/vp8/vp8test"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 	"github.com/trycua/cua-spacesd/spacesd/streamsvc"
 )
@@ -94,7 +95,7 @@ func portOf(t *testing.T, addr string) int {
 // --media-port P is not moved: its streams are unsupported, the limitation
 // naming the flag that picks another.
 func TestTwoDaemonsStream(t *testing.T) {
-	spacesdtest.RequireEncoder(t)
+	vp8test.Require(t)
 	t.Setenv(tokenEnv, "")
 	display := desktoptest.Start(t, desktoptest.Options{})
 	streams := []api.Feature{api.FeatureDesktopStream, api.FeatureWindowStream}

@@ -10,6 +10,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/trycua/cua-spacesd/bridge/cli"
+	"github.com/trycua/cua-spacesd/internal/testenv"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -23,13 +24,13 @@ func TestCpProgressBarOnTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatalf("open pty: %v", err)
 	}
-	var screen syncBuffer
+	var screen testenv.SyncBuffer
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
 		_, _ = io.Copy(&screen, master)
 	}()
-	var out syncBuffer
+	var out testenv.SyncBuffer
 	code := cli.Run(t.Context(), cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: tty, Home: s.home},
 		"cp", []string{src, "dev:" + remote + "/"})
 	if code != 0 {

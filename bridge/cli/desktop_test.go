@@ -12,8 +12,9 @@ import (
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/bridge/cli"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
+	"github.com/trycua/cua-spacesd/internal/testenv"
 	"github.com/trycua/cua-spacesd/media/rtc/rtctest"
-	"github.com/trycua/cua-spacesd/media/vp8"
+	"github.com/trycua/cua-spacesd/media/vp8/vp8test"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -107,12 +108,7 @@ func TestViewPrintsViewerURL(t *testing.T) {
 // streamingSpace registers a Space that streams a 640x480 display.
 func streamingSpace(t *testing.T) *space {
 	t.Helper()
-	if !vp8.Available {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("this test binary has no VP8 encoder (%s), and CI=true requires it", vp8.Limitation)
-		}
-		t.Skip("no VP8 encoder in this build")
-	}
+	vp8test.Require(t)
 	needTool(t, "Xvfb")
 	v, err := desktop.StartVirtual(t.Context(), desktop.VirtualOptions{Size: "640x480", NoWindowManager: true})
 	if err != nil {
@@ -141,7 +137,7 @@ func TestViewOpenRunsTheBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	view := func(browser string) result {
-		var out, errb syncBuffer
+		var out, errb testenv.SyncBuffer
 		env := cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Home: s.home, Getenv: func(k string) string {
 			if k == "BROWSER" {
 				return browser

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trycua/cua-spacesd/internal/testenv"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -54,7 +55,7 @@ func TestExec(t *testing.T) {
 func TestExecStreamsOutputAsItComes(t *testing.T) {
 	s := startSpace(t, spacesdtest.Options{})
 	gate := filepath.Join(t.TempDir(), "go")
-	var out, errb syncBuffer
+	var out, errb testenv.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- runEnv(t.Context(), s.home, &out, &errb, "exec", "dev", "--", "sh", "-c",
@@ -75,7 +76,7 @@ func TestExecInterruptForwardsToCommand(t *testing.T) {
 	s := startSpace(t, spacesdtest.Options{})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var out, errb syncBuffer
+	var out, errb testenv.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- runEnv(ctx, s.home, &out, &errb, "exec", "dev", "--", "sh", "-c",

@@ -1,17 +1,15 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/trycua/cua-spacesd/bridge/cli"
 	"github.com/trycua/cua-spacesd/bridge/registry"
+	"github.com/trycua/cua-spacesd/internal/testenv"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -35,24 +33,6 @@ func startSpace(t *testing.T, opts spacesdtest.Options) *space {
 	return &space{d: d, home: home}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // result is what one CLI run printed and answered.
 type result struct {
 	code           int
@@ -61,14 +41,14 @@ type result struct {
 
 // run runs one CLI command against home with stdin.
 func run(ctx context.Context, home, stdin string, args ...string) result {
-	var out, errb syncBuffer
+	var out, errb testenv.SyncBuffer
 	code := cli.Run(ctx, cli.Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Home: home}, args[0], args[1:])
 	return result{code, out.String(), errb.String()}
 }
 
 // runEnv runs one CLI command with caller-owned output buffers (to watch
 // output while the command runs) and no stdin.
-func runEnv(ctx context.Context, home string, stdout, stderr *syncBuffer, args ...string) int {
+func runEnv(ctx context.Context, home string, stdout, stderr *testenv.SyncBuffer, args ...string) int {
 	return cli.Run(ctx, cli.Env{Stdin: strings.NewReader(""), Stdout: stdout, Stderr: stderr, Home: home}, args[0], args[1:])
 }
 
@@ -92,10 +72,7 @@ func needTool(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is required in CI: %v", name, err)
-		}
-		t.Skipf("%s not installed: %v", name, err)
+		testenv.Missing(t, "%s not installed: %v", name, err)
 	}
 	return p
 }

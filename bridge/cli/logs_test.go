@@ -8,6 +8,7 @@ import (
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/process"
+	"github.com/trycua/cua-spacesd/internal/testenv"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -68,7 +69,7 @@ func TestLogsFollowInterrupted(t *testing.T) {
 	p := startProcess(t, s, `echo started; exec sleep 600`)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var out, errb syncBuffer
+	var out, errb testenv.SyncBuffer
 	done := make(chan int, 1)
 	go func() { done <- runEnv(ctx, s.home, &out, &errb, "logs", "-f", "dev", p.ID) }()
 	eventually(t, "the first line", func() bool { return out.String() == "started\n" })

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/trycua/cua-spacesd/bridge/cli"
+	"github.com/trycua/cua-spacesd/internal/testenv"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -61,7 +62,7 @@ func TestShellInteractive(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var screen syncBuffer
+	var screen testenv.SyncBuffer
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)

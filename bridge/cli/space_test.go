@@ -13,6 +13,7 @@ import (
 	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/bridge/cli"
 	"github.com/trycua/cua-spacesd/bridge/registry"
+	"github.com/trycua/cua-spacesd/internal/testenv"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -65,15 +66,9 @@ func TestSpaceAddLsRm(t *testing.T) {
 func TestSpaceAddRefuses(t *testing.T) {
 	d := spacesdtest.Start(t, spacesdtest.Options{})
 	// A web server that is not spacesd: answers everything with a page.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	web := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	web := testenv.ServeHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("<html>hello</html>"))
-	})}
-	go func() { _ = web.Serve(ln) }()
-	t.Cleanup(func() { _ = web.Close() })
+	}))
 
 	tests := []struct {
 		name string
@@ -81,7 +76,7 @@ func TestSpaceAddRefuses(t *testing.T) {
 		want string
 	}{
 		{"wrong token", []string{"space", "add", "dev", d.URL, "--token", "wrong"}, "unauthenticated"},
-		{"not spacesd", []string{"space", "add", "dev", "http://" + ln.Addr().String(), "--token", "x"}, "runs no cua-spacesd"},
+		{"not spacesd", []string{"space", "add", "dev", web, "--token", "x"}, "runs no cua-spacesd"},
 		{"bad name", []string{"space", "add", "bad name!", d.URL}, "space name"},
 		{"bad url", []string{"space", "add", "dev", "ftp://x"}, "not an http(s) URL"},
 		{"two tokens", []string{"space", "add", "dev", d.URL, "--token", "a", "--token-file", "f"}, "one way only"},
@@ -133,7 +128,7 @@ func TestCommandsReachSpacesThroughTheFactory(t *testing.T) {
 			}))
 		}}
 	runWith := func(args ...string) result {
-		var out, errb syncBuffer
+		var out, errb testenv.SyncBuffer
 		env.Stdout, env.Stderr = &out, &errb
 		code := cli.Run(t.Context(), env, args[0], args[1:])
 		return result{code, out.String(), errb.String()}
@@ -165,19 +160,13 @@ func TestSpaceAddRefusesAFileOfSeveralTokens(t *testing.T) {
 	}
 	// Stands where the Space would: it hears every Authorization sent.
 	heard := make(chan string, 16)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	space := testenv.ServeHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		heard <- r.Header.Get("Authorization")
 		http.Error(w, "no", http.StatusUnauthorized)
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	}))
 
 	home := t.TempDir()
-	r := run(t.Context(), home, "", "space", "add", "dev", "http://"+ln.Addr().String(), "--token-file", filepath.Join(seed, registry.TokensFile))
+	r := run(t.Context(), home, "", "space", "add", "dev", space, "--token-file", filepath.Join(seed, registry.TokensFile))
 	if r.code == 0 || !strings.Contains(r.stderr, "invalid_argument") || !strings.Contains(r.stderr, "holds JSON") || strings.Contains(r.stderr, secret) {
 		t.Fatalf("space add with tokens.json as the token file: %+v; want invalid_argument naming JSON, without the token", r)
 	}

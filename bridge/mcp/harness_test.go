@@ -24,6 +24,7 @@ import (
 	"github.com/trycua/cua-spacesd/bridge/mcp"
 	"github.com/trycua/cua-spacesd/bridge/registry"
 	"github.com/trycua/cua-spacesd/bridge/tools"
+	"github.com/trycua/cua-spacesd/internal/testenv"
 	"github.com/trycua/cua-spacesd/mcp/mcpserve"
 	"github.com/trycua/cua-spacesd/mcp/mcptest"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
@@ -37,8 +38,7 @@ type env struct {
 	bridge *mcp.Bridge
 	url    string // .../mcp
 	token  string
-	logs   *bytes.Buffer
-	logMu  *sync.Mutex
+	logs   *testenv.SyncBuffer
 }
 
 // envOptions adjust newEnvWith.
@@ -73,45 +73,21 @@ func newEnvWith(t testing.TB, o envOptions) *env {
 	if _, err := reg.Add(context.Background(), "s1", d.URL, d.Token); err != nil {
 		t.Fatal(err)
 	}
-	logs := &bytes.Buffer{}
-	sw := &syncWriter{w: logs}
-	log := slog.New(slog.NewJSONHandler(sw, nil))
+	logs := &testenv.SyncBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, nil))
 	b, err := mcp.New(mcp.Config{Deps: tools.NewDeps(reg, log, tools.WithHost(host)), Logger: log, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Close) // after the server stops, before the daemon does
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	tok := spacesdtest.Token()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = mcp.Serve(ctx, ln, b.HTTPHandler(mcp.HTTPOptions{Token: tok, Loopback: true}), log)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return &env{daemon: d, reg: reg, bridge: b, url: "http://" + ln.Addr().String() + mcp.MCPPath, token: tok, logs: logs, logMu: &sw.mu}
+	addr, _ := testenv.Serve(t, func(ctx context.Context, ln net.Listener) error {
+		return mcp.Serve(ctx, ln, b.HTTPHandler(mcp.HTTPOptions{Token: tok, Loopback: true}), log)
+	})
+	return &env{daemon: d, reg: reg, bridge: b, url: "http://" + addr + mcp.MCPPath, token: tok, logs: logs}
 }
 
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
-func (e *env) logText() string {
-	e.logMu.Lock()
-	defer e.logMu.Unlock()
-	return e.logs.String()
-}
+func (e *env) logText() string { return e.logs.String() }
 
 type bearerRT struct{ token string }
 

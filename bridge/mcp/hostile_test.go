@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -15,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/internal/testenv"
 )
 
 // hostileSpace puts a reverse proxy in front of the env's real spacesd that
@@ -44,14 +44,7 @@ func hostileSpace(t *testing.T, e *env, edit func(*api.ListResult)) {
 		resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
 		return nil
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: p}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	if _, err := e.reg.Add(context.Background(), "hostile", "http://"+ln.Addr().String(), e.daemon.Token); err != nil {
+	if _, err := e.reg.Add(context.Background(), "hostile", testenv.ServeHTTP(t, p), e.daemon.Token); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/trycua/cua-spacesd/bridge/mcp"
+	"github.com/trycua/cua-spacesd/internal/testenv"
 	"github.com/trycua/cua-spacesd/mcp/mcpserve"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
@@ -25,19 +26,11 @@ func sessionEnv(t *testing.T, o mcp.HTTPOptions) (*env, *mcp.Bridge, *spacesdtes
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	o.Token, o.Loopback = spacesdtest.Token(), true
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = mcp.Serve(ctx, ln, b.HTTPHandler(o), log)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return &env{bridge: b, url: "http://" + ln.Addr().String() + mcp.MCPPath, token: o.Token}, b, logs
+	addr, _ := testenv.Serve(t, func(ctx context.Context, ln net.Listener) error {
+		return mcp.Serve(ctx, ln, b.HTTPHandler(o), log)
+	})
+	return &env{bridge: b, url: "http://" + addr + mcp.MCPPath, token: o.Token}, b, logs
 }
 
 // ping answers the status of a ping in session sid.

@@ -3,7 +3,6 @@ package mcp_test
 import (
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +10,7 @@ import (
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
 	"github.com/trycua/cua-spacesd/media/rtc/rtctest"
-	"github.com/trycua/cua-spacesd/media/vp8"
+	"github.com/trycua/cua-spacesd/media/vp8/vp8test"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -21,12 +20,7 @@ import (
 // stream_space_window finds a window by its title, and a view-only
 // ticket is view-only at the Space.
 func TestStreamTools(t *testing.T) {
-	if !vp8.Available {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("this test binary has no VP8 encoder (%s), and CI=true requires it", vp8.Limitation)
-		}
-		t.Skip("no VP8 encoder in this build")
-	}
+	vp8test.Require(t)
 	display := desktoptest.Start(t, desktoptest.Options{Size: "640x480"})
 	e := newEnvWith(t, envOptions{daemon: spacesdtest.Options{Display: display}})
 	cs := e.client(t, nil)

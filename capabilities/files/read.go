@@ -140,13 +140,9 @@ type Window struct {
 	Offset, Length int64
 }
 
-// ErrRangeNotSatisfiable is the cause of the invalid_argument error of a
-// window that starts at or past the end of a file (HTTP answers it 416).
-var ErrRangeNotSatisfiable = errors.New("range not satisfiable")
-
 func errRange(path string, start, size int64) *api.Error {
 	return api.Errorf(api.KindInvalidArgument, "read %s: offset %d is at or past the end of the file (%d bytes)", path, start, size).
-		WithCause(ErrRangeNotSatisfiable)
+		WithCause(api.ErrRangeNotSatisfiable)
 }
 
 // Resolve clips a window to a file of size bytes. A window starting at or

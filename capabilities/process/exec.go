@@ -3,6 +3,7 @@ package process
 import (
 	"context"
 	"os"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -28,6 +29,43 @@ const execReadBytes = 64 << 10
 // per call. The pipes are ours rather than os/exec's so that a late reader
 // never loses output (see copyOutput).
 func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResult, error) {
+	r, err := m.prepareExec(&req)
+	if err != nil {
+		return nil, err
+	}
+	defer r.closePipes()
+	if err := m.startExec(r, &req.Command); err != nil {
+		return nil, err
+	}
+	waitErr, timedOut, cancelled := m.waitExec(ctx, r, req.TimeoutMS)
+	res := r.result(waitErr, timedOut)
+	m.settleExec(r, res)
+	if cancelled {
+		return res, api.Errorf(api.KindCancelled, "exec %s: %s; the command was killed", r.cmd.Args[0], cancelReason(ctx))
+	}
+	return res, nil
+}
+
+// execRun is one Exec on its way: the command with its output pipes and
+// buffers, and from its start on, its cgroup and its leader.
+type execRun struct {
+	cmd            *exec.Cmd
+	stdout, stderr *cappedBuffer
+	// outR and errR are ours, read to EOF; outW and errW are the child's,
+	// closed once it has its copies, so that EOF comes when it is done.
+	outR, outW, errR, errW *os.File
+	readersDone            chan struct{} // both outputs read
+
+	id        string
+	grp       group
+	leader    *procgroup.Leader
+	start     time.Time // of DurationMS (monotonic)
+	startedAt time.Time // on the Manager's clock, for a lingering record
+}
+
+// prepareExec checks req and builds its command, with the pipes its
+// output goes to; nothing runs yet.
+func (m *Manager) prepareExec(req *api.ExecRequest) (*execRun, error) {
 	if err := ValidateCommand(&req.Command); err != nil {
 		return nil, err
 	}
@@ -44,24 +82,17 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResul
 	if err != nil {
 		return nil, err
 	}
-	stdout, stderr := &cappedBuffer{limit: limit}, &cappedBuffer{limit: limit}
-	outR, outW, err := os.Pipe()
+	r := &execRun{cmd: cmd, stdout: &cappedBuffer{limit: limit}, stderr: &cappedBuffer{limit: limit}}
+	r.outR, r.outW, err = os.Pipe()
 	if err != nil {
 		return nil, api.Errorf(api.KindEnv, "exec: pipe: %w", err)
 	}
-	errR, errW, err := os.Pipe()
+	r.errR, r.errW, err = os.Pipe()
 	if err != nil {
-		outR.Close()
-		outW.Close()
+		r.closePipes()
 		return nil, api.Errorf(api.KindEnv, "exec: pipe: %w", err)
 	}
-	outputs := []*os.File{outR, errR}
-	defer func() {
-		for _, f := range outputs {
-			f.Close()
-		}
-	}()
-	cmd.Stdout, cmd.Stderr = outW, errW
+	cmd.Stdout, cmd.Stderr = r.outW, r.errW
 	if req.Stdin != "" {
 		cmd.Stdin = strings.NewReader(req.Stdin)
 		// os/exec copies a reader into the child's stdin from a goroutine
@@ -69,98 +100,128 @@ func (m *Manager) Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResul
 		// without reading would hold Wait (and the answer) forever.
 		cmd.WaitDelay = ExecWaitDelay
 	}
+	return r, nil
+}
 
+// closePipes closes every end of the output pipes still open.
+func (r *execRun) closePipes() {
+	for _, f := range []*os.File{r.outR, r.outW, r.errR, r.errW} {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}
+
+// startExec reserves a place among MaxProcesses, starts the command in a
+// cgroup of its own and reads its output. c is the command as asked, for
+// a failure to start.
+func (m *Manager) startExec(r *execRun, c *api.Command) error {
 	// An Exec is a running process like a detached one: both count against
 	// MaxProcesses, so a flood of execs cannot exhaust pids and descriptors.
 	if err := m.reserve(); err != nil {
-		return nil, err
+		return err
 	}
-	id := newID()
+	r.id = newID()
 	// The group exists, with its limits, before the command is born in it.
-	grp, err := m.contain.newGroup(id)
+	grp, err := m.contain.newGroup(r.id)
 	if err != nil {
 		m.release()
-		return nil, api.Errorf(api.KindEnv, "exec %s: cannot create its cgroup: %w", cmd.Args[0], err)
+		return api.Errorf(api.KindEnv, "exec %s: cannot create its cgroup: %w", r.cmd.Args[0], err)
 	}
-	start := time.Now()
-	err = grp.start(cmd.SysProcAttr, cmd.Start)
+	r.grp = grp
+	r.start = time.Now()
+	err = grp.start(r.cmd.SysProcAttr, r.cmd.Start)
 	// The child has its copies; ours must go so EOF comes when it is done.
-	outW.Close()
-	errW.Close()
+	r.outW.Close()
+	r.errW.Close()
 	if err != nil {
 		_ = grp.remove()
 		m.release()
-		return nil, startError(&req.Command, cmd.Args, cmd.Env, err)
+		return startError(c, r.cmd.Args, r.cmd.Env, err)
 	}
-	m.started(cmd.Process.Pid)
-	startedAt := m.opts.Clock.Now()
+	m.started(r.cmd.Process.Pid)
+	r.startedAt = m.opts.Clock.Now()
 	m.trackExec(grp, true)
-	readersDone := make(chan struct{})
+	r.readersDone = make(chan struct{})
 	stderrDone := make(chan struct{})
 	go func() {
 		defer close(stderrDone)
-		copyOutput(errR, stderr, make([]byte, execReadBytes))
+		copyOutput(r.errR, r.stderr, make([]byte, execReadBytes))
 	}()
 	go func() {
-		defer close(readersDone)
-		copyOutput(outR, stdout, make([]byte, execReadBytes))
+		defer close(r.readersDone)
+		copyOutput(r.outR, r.stdout, make([]byte, execReadBytes))
 		<-stderrDone
 	}()
-	leader := procgroup.New(cmd.Process.Pid)
-	grp.lead(leader)
-	kill := func() { _ = grp.kill() }
+	r.leader = procgroup.New(r.cmd.Process.Pid)
+	grp.lead(r.leader)
+	return nil
+}
+
+// waitExec waits for the command's leader and then its output. The whole
+// tree dies when timeoutMS (if any) passes while the leader runs, when ctx
+// ends (cancelled) or at Close. It answers the leader's wait error.
+func (m *Manager) waitExec(ctx context.Context, r *execRun, timeoutMS int64) (waitErr error, timedOut, cancelled bool) {
+	kill := func() { _ = r.grp.kill() }
 	// The timer's verdict is read only after the timer is stopped or has
 	// finished. It is a timeout only while the leader runs: background
 	// children of a command that finished in time live on.
 	var (
-		timedOut  bool
 		timer     *time.Timer
 		timerDone = make(chan struct{})
 	)
-	if req.TimeoutMS > 0 {
-		timer = time.AfterFunc(time.Duration(req.TimeoutMS)*time.Millisecond, func() {
+	if timeoutMS > 0 {
+		timer = time.AfterFunc(time.Duration(timeoutMS)*time.Millisecond, func() {
 			defer close(timerDone)
-			timedOut = leader.WhileRunning(kill)
+			timedOut = r.leader.WhileRunning(kill)
 		})
 	}
 	stopCaller := context.AfterFunc(ctx, kill)
 	stopClose := context.AfterFunc(m.ctx, kill)
 
-	waitErr := leader.Reap(cmd.Wait)
+	waitErr = r.leader.Reap(r.cmd.Wait)
 	if timer != nil && !timer.Stop() {
 		<-timerDone
 	}
-	waitOutput(readersDone, outputs, ExecWaitDelay)
+	waitOutput(r.readersDone, []*os.File{r.outR, r.errR}, ExecWaitDelay)
 	// From here on the caller's leaving kills nothing: what is left of the
 	// tree is the Manager's (see linger).
 	stopCaller()
 	stopClose()
-	cancelled := !timedOut && ctx.Err() != nil
+	cancelled = !timedOut && ctx.Err() != nil
 	if timedOut || cancelled || m.ctx.Err() != nil {
 		kill() // once more: the tree may have forked since
-		waitEmpty([]group{grp}, KillWait)
+		waitEmpty([]group{r.grp}, KillWait)
 	}
+	return waitErr, timedOut, cancelled
+}
+
+// result is what the command answered, given its leader's wait error.
+func (r *execRun) result(waitErr error, timedOut bool) *api.ExecResult {
 	res := &api.ExecResult{
-		Stdout: stdout.String(), Stderr: stderr.String(),
-		StdoutTruncated: stdout.truncated, StderrTruncated: stderr.truncated,
-		TimedOut: timedOut, DurationMS: time.Since(start).Milliseconds(),
+		Stdout: r.stdout.String(), Stderr: r.stderr.String(),
+		StdoutTruncated: r.stdout.truncated, StderrTruncated: r.stderr.truncated,
+		TimedOut: timedOut, DurationMS: time.Since(r.start).Milliseconds(),
 	}
-	res.ExitCode, res.Signal = exitStatus(cmd.ProcessState, waitErr)
+	res.ExitCode, res.Signal = exitStatus(r.cmd.ProcessState, waitErr)
+	return res
+}
+
+// settleExec gives back what the Exec held: its cgroup and its place among
+// MaxProcesses once the tree is empty, or else the tree to a process record
+// that lives on (linger) with its background children.
+func (m *Manager) settleExec(r *execRun, res *api.ExecResult) {
 	// No more in flight before the group goes back to the tree, which may
 	// hand it to another process once it is recycled.
-	m.trackExec(grp, false)
-	if grp.empty() {
-		if err := grp.remove(); err != nil {
-			m.log.Warn("cannot remove an exec's cgroup", "id", id, "err", err)
-		}
-		m.release()
-	} else {
-		m.linger(id, cmd.Args, leader, grp, startedAt, res)
+	m.trackExec(r.grp, false)
+	if !r.grp.empty() {
+		m.linger(r.id, r.cmd.Args, r.leader, r.grp, r.startedAt, res)
+		return
 	}
-	if cancelled {
-		return res, api.Errorf(api.KindCancelled, "exec %s: %s; the command was killed", cmd.Args[0], cancelReason(ctx))
+	if err := r.grp.remove(); err != nil {
+		m.log.Warn("cannot remove an exec's cgroup", "id", r.id, "err", err)
 	}
-	return res, nil
+	m.release()
 }
 
 // cancelReason names why ctx ended: the cause it carries (a rotated token,

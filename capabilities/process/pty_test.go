@@ -14,16 +14,14 @@ import (
 	"github.com/creack/pty"
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/process"
+	"github.com/trycua/cua-spacesd/internal/testenv"
 )
 
 func requirePTY(t *testing.T) {
 	t.Helper()
 	p, tty, err := pty.Open()
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no PTY: %v", err)
-		}
-		t.Skipf("no PTY: %v", err)
+		testenv.Missing(t, "no PTY: %v", err)
 	}
 	_ = p.Close()
 	_ = tty.Close()

@@ -1,7 +1,6 @@
 package process_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/process"
 	"github.com/trycua/cua-spacesd/internal/proctest"
+	"github.com/trycua/cua-spacesd/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,18 +38,15 @@ const (
 func TestRootChildThatLeavesItsCgroup(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root: only root writes other cgroups")
-		}
-		t.Skip("needs root: only root writes other cgroups")
+		testenv.Missing(t, "needs root: only root writes other cgroups")
 	}
 	for _, tc := range []struct {
 		name string
 		// run starts shell and ends it the way the case names; marker is
 		// the sleep's, logs the manager's log.
-		run func(t *testing.T, m *process.Manager, shell, marker string, logs *syncBuffer) (stderr string)
+		run func(t *testing.T, m *process.Manager, shell, marker string, logs *testenv.SyncBuffer) (stderr string)
 	}{
-		{"exec timeout", func(t *testing.T, m *process.Manager, shell, marker string, _ *syncBuffer) string {
+		{"exec timeout", func(t *testing.T, m *process.Manager, shell, marker string, _ *testenv.SyncBuffer) string {
 			type result struct {
 				res *api.ExecResult
 				err error
@@ -76,7 +72,7 @@ func TestRootChildThatLeavesItsCgroup(t *testing.T) {
 			}
 			return r.res.Stderr
 		}},
-		{"swept, then KILL", func(t *testing.T, m *process.Manager, shell, marker string, logs *syncBuffer) string {
+		{"swept, then KILL", func(t *testing.T, m *process.Manager, shell, marker string, logs *testenv.SyncBuffer) string {
 			p, err := m.Start(api.StartRequest{Command: api.Command{Shell: shell}})
 			if err != nil {
 				t.Fatal(err)
@@ -97,7 +93,7 @@ func TestRootChildThatLeavesItsCgroup(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			logs := &syncBuffer{}
+			logs := &testenv.SyncBuffer{}
 			m := newManager(t, process.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil)), StraySweepInterval: 50 * time.Millisecond})
 			requireContainment(t, m)
 			outside := outsideCgroups(t, m)
@@ -198,7 +194,7 @@ func killMarked(marker string) {
 }
 
 // strayLogged reports whether the log has a stray line naming comm.
-func strayLogged(logs *syncBuffer, comm string) bool {
+func strayLogged(logs *testenv.SyncBuffer, comm string) bool {
 	for _, line := range strings.Split(logs.String(), "\n") {
 		var rec struct {
 			Msg  string `json:"msg"`
@@ -219,22 +215,4 @@ func readRing(p *process.Process, s api.Stream) string {
 	}
 	b := make([]byte, 64<<10)
 	return string(b[:r.ReadAt(b, 0).N])
-}
-
-// syncBuffer is a log the manager writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

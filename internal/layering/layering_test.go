@@ -58,6 +58,8 @@ func TestWrongImportsAreFound(t *testing.T) {
 		{"spacesd/server", m("relay/store")},
 		{"bridge/tools", m("spacesd/server")},
 		{"relay", m("spacesd/server")},
+		{"spacesd/httpapi", m("capabilities/files")},
+		{"spacesd/server", m("media/vp8")},
 		{"relay/protocol", m("relay/store")},
 		{"relay/protocol", m("mcp/mcpclient")},
 	}

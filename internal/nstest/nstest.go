@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/trycua/cua-spacesd/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -51,7 +52,7 @@ func Main(pkg string) {
 	if err == nil {
 		os.Exit(code)
 	}
-	if os.Getenv("CI") == "true" {
+	if testenv.CI() {
 		fmt.Fprintf(os.Stderr, "%s tests: cannot enter namespaces of their own (%v), and CI=true requires it\n", pkg, err)
 		os.Exit(1)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/trycua/cua-spacesd/internal/nstest"
+	"github.com/trycua/cua-spacesd/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -18,10 +19,7 @@ func TestMain(m *testing.M) {
 // empty tmpfs at /tmp/.X11-unix that no other run shares.
 func TestIsolated(t *testing.T) {
 	if !nstest.Inside() {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the tests run outside their namespaces under CI=true")
-		}
-		t.Skip("no namespaces here (not root): nothing to check")
+		testenv.Missing(t, "the tests run outside their namespaces (not root?): nothing to check")
 	}
 	ifs, err := net.Interfaces()
 	if err != nil {

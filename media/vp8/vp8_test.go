@@ -4,28 +4,15 @@ import (
 	"bytes"
 	"image"
 	"math/rand/v2"
-	"os"
 	"testing"
 	"time"
 
 	xvp8 "golang.org/x/image/vp8"
 
 	"github.com/trycua/cua-spacesd/media/vp8"
+	"github.com/trycua/cua-spacesd/media/vp8/vp8test"
 	"github.com/trycua/cua-spacesd/media/yuv"
 )
-
-// requireEncoder skips without libvpx, and fails under CI=true, where the
-// media build is required.
-func requireEncoder(t testing.TB) {
-	t.Helper()
-	if vp8.Available {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("this test binary has no VP8 encoder (%s), and CI=true requires it: install libvpx-dev and a C compiler (.ci/run does)", vp8.Limitation)
-	}
-	t.Skip("no VP8 encoder in this build (CGO_ENABLED=0 or no libvpx-dev)")
-}
 
 // quarters paints a w x h BGRX frame in four colours: red, green, blue,
 // white from the top left, clockwise... row by row.
@@ -73,7 +60,7 @@ func near(got [3]int, want [3]int) bool {
 // colours in the right places; an unchanged frame after it is a small
 // interframe; a forced keyframe is one.
 func TestEncodeDecode(t *testing.T) {
-	requireEncoder(t)
+	vp8test.Require(t)
 	for _, size := range []image.Point{{320, 240}, {161, 97}} {
 		enc, err := vp8.NewEncoder(vp8.Options{Width: size.X, Height: size.Y})
 		if err != nil {
@@ -140,7 +127,7 @@ func TestEncodeDecode(t *testing.T) {
 }
 
 func TestBitrateBounds(t *testing.T) {
-	requireEncoder(t)
+	vp8test.Require(t)
 	enc, err := vp8.NewEncoder(vp8.Options{Width: 64, Height: 64, BitrateKbps: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +149,7 @@ func TestBitrateBounds(t *testing.T) {
 // BenchmarkEncode1080p encodes a 1080p frame whose top third changes each
 // time (a scrolling terminal's share of a screen), after one keyframe.
 func BenchmarkEncode1080p(b *testing.B) {
-	requireEncoder(b)
+	vp8test.Require(b)
 	enc, err := vp8.NewEncoder(vp8.Options{Width: 1920, Height: 1080})
 	if err != nil {
 		b.Fatal(err)
@@ -196,7 +183,7 @@ func BenchmarkEncode1080p(b *testing.B) {
 // BenchmarkEncodeScrollingText720p encodes a terminal's page of text
 // scrolling by one line a frame, the motion of DESIGN §5's comparison.
 func BenchmarkEncodeScrollingText720p(b *testing.B) {
-	requireEncoder(b)
+	vp8test.Require(b)
 	const w, h, line, lines = 1280, 720, 13, 100
 	enc, err := vp8.NewEncoder(vp8.Options{Width: w, Height: h})
 	if err != nil {

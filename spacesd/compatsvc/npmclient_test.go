@@ -24,6 +24,7 @@ import (
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
+	"github.com/trycua/cua-spacesd/internal/testenv"
 	"github.com/trycua/cua-spacesd/internal/tlstest"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
@@ -49,10 +50,7 @@ func requireNodeClient(t *testing.T) {
 	if missing == "" {
 		return
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s, and CI=true requires this test to run (.ci/run installs it)", missing)
-	}
-	t.Skip(missing)
+	testenv.Missing(t, "%s", missing)
 }
 
 // nodeClient is the driver (test/computer-server/driver.mjs) running the

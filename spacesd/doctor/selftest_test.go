@@ -3,11 +3,11 @@ package doctor_test
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/trycua/cua-spacesd/internal/testenv"
 	"github.com/trycua/cua-spacesd/media/vp8"
 	"github.com/trycua/cua-spacesd/spacesd/doctor"
 )
@@ -16,7 +16,7 @@ import (
 // encoder, and without it fails (exit 1) saying why, as JSON and for a
 // person alike; bad usage is exit 2.
 func TestSelfTestCommand(t *testing.T) {
-	if !vp8.Available && os.Getenv("CI") == "true" {
+	if !vp8.Available && testenv.CI() {
 		t.Fatalf("this test binary has no VP8 encoder (%s), and CI=true requires it", vp8.Limitation)
 	}
 	wantCode := 1

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/internal/testenv"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -80,10 +81,7 @@ func BenchmarkUploadVerify256MiB(b *testing.B) {
 func BenchmarkSha256sumPlusCp256MiB(b *testing.B) {
 	for _, tool := range []string{"sha256sum", "cp"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				b.Fatalf("%s is missing", tool)
-			}
-			b.Skipf("%s is missing", tool)
+			testenv.Missing(b, "%s is missing", tool)
 		}
 	}
 	src, _ := benchSource(b, benchUploadBytes)

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
-	"github.com/trycua/cua-spacesd/capabilities/files"
 )
 
 // MaxJSONBodyBytes bounds every JSON request body; bulk bytes travel as
@@ -90,7 +89,7 @@ type SharperStatus struct {
 func SharperStatuses() []SharperStatus {
 	return []SharperStatus{
 		{api.KindIO, []error{syscall.ENOSPC, syscall.EDQUOT}, http.StatusInsufficientStorage, "a full disk (or quota)"},
-		{api.KindInvalidArgument, []error{files.ErrRangeNotSatisfiable}, http.StatusRequestedRangeNotSatisfiable, "a read that starts at or past the end of the file"},
+		{api.KindInvalidArgument, []error{api.ErrRangeNotSatisfiable}, http.StatusRequestedRangeNotSatisfiable, "a read that starts at or past the end of the file"},
 		{api.KindInvalidArgument, []error{ErrUnsupportedMediaType}, http.StatusUnsupportedMediaType, "a body whose Content-Type is not the one its route takes"},
 		{api.KindInvalidArgument, []error{ErrMethodNotAllowed}, http.StatusMethodNotAllowed, "a method the path is not served with (public paths only)"},
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/capabilities/process"
 	"github.com/trycua/cua-spacesd/internal/proctest"
+	"github.com/trycua/cua-spacesd/internal/testenv"
 	"github.com/trycua/cua-spacesd/spacesd/daemon"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
@@ -35,10 +35,7 @@ func requireContainment(t *testing.T, c *client.Client) api.Limits {
 		t.Fatal(err)
 	}
 	if caps.Limits.ProcessContainment == "off" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("process containment is off in CI: %s", caps.Limits.ProcessContainmentNote)
-		}
-		t.Skipf("process containment is off here: %s", caps.Limits.ProcessContainmentNote)
+		testenv.Missing(t, "process containment is off here: %s", caps.Limits.ProcessContainmentNote)
 	}
 	return caps.Limits
 }
@@ -290,15 +287,8 @@ func TestEscapeesDieAtShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	defer func() { cancel(); <-served }()
-	c, err := client.New("http://"+ln.Addr().String(), "")
+	addr, stop := testenv.Serve(t, srv.Serve)
+	c, err := client.New("http://"+addr, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,11 +298,9 @@ func TestEscapeesDieAtShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the escapees to start", func() bool { return len(liveOf(markers)) >= 4 })
-	cancel()
-	if err := <-served; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("serve: %v", err)
 	}
-	served <- nil
 	if live := liveOf(markers); len(live) > 0 {
 		t.Fatalf("alive after the daemon shut down: %v", live)
 	}

@@ -1,12 +1,11 @@
 package server_test
 
 import (
-	"context"
-	"net"
 	"net/http"
 	"testing"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/internal/testenv"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 )
 
@@ -23,7 +22,7 @@ func (s testService) mount(server.Host) (server.Service, error) { return s, nil 
 type served struct {
 	*server.Server
 	addr string
-	stop func() // ends the server (gracefully) and waits for Serve to return
+	stop func() error // ends the server (gracefully), waits for Serve to return and answers its error
 }
 
 func (s *served) url() string { return "http://" + s.addr }
@@ -38,26 +37,8 @@ func serve(t *testing.T, cfg server.Config) *served {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	var stopped bool
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}
-	t.Cleanup(stop)
-	s := &served{Server: srv, addr: ln.Addr().String(), stop: stop}
+	addr, stop := testenv.Serve(t, srv.Serve)
+	s := &served{Server: srv, addr: addr, stop: stop}
 	// Return a server that is up, its accept loop running and no
 	// connection left of the check: a test may take its baseline now.
 	// An answer, not just a dial (the kernel completes a dial before

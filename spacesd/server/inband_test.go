@@ -14,6 +14,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/internal/testenv"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 )
 
@@ -152,7 +153,7 @@ func getBody(t *testing.T, url string, header http.Header) []byte {
 func TestInBandAuthentication(t *testing.T) {
 	const tok = "in-band-token"
 	var host server.Host
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	p := newPauses()
 	auth := server.NewAuth(tok, slogDiscard())
 	type outcome struct {

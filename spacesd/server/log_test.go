@@ -1,40 +1,22 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/api/client"
+	"github.com/trycua/cua-spacesd/internal/testenv"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // One JSON log line per request with route, status and duration; never a
 // token (right or wrong) and never a request body.
 func TestRequestLogsCarryNoSecrets(t *testing.T) {
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	d := spacesdtest.Start(t, spacesdtest.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	ctx := context.Background()
 	secretArg := "argument-that-must-not-be-logged"

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/api/client"
+	"github.com/trycua/cua-spacesd/internal/testenv"
 	"github.com/trycua/cua-spacesd/spacesd/daemon"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 )
@@ -25,15 +25,8 @@ func TestGracefulShutdownLetsExecFinish(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	c, err := client.New("http://"+ln.Addr().String(), tok)
+	addr, stop := testenv.Serve(t, srv.Serve)
+	c, err := client.New("http://"+addr, tok)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +53,7 @@ func TestGracefulShutdownLetsExecFinish(t *testing.T) {
 		answered <- answer{res, err}
 	}()
 	eventually(t, func() bool { _, err := os.Stat(started); return err == nil })
-	cancel()
+	go stop() // the graceful shutdown begins; the second stop below waits for its end
 	// The stream ends with the shutdown's start...
 	for {
 		if _, err := stream.Next(); err != nil {
@@ -69,7 +62,7 @@ func TestGracefulShutdownLetsExecFinish(t *testing.T) {
 	}
 	// ...and the listener closes; the exec is still running.
 	eventually(t, func() bool {
-		conn, err := net.Dial("tcp", ln.Addr().String())
+		conn, err := net.Dial("tcp", addr)
 		if err == nil {
 			_ = conn.Close()
 		}
@@ -82,7 +75,7 @@ func TestGracefulShutdownLetsExecFinish(t *testing.T) {
 	if a.err != nil || a.res.Stdout != "finished\n" || a.res.ExitCode != 0 {
 		t.Fatalf("exec across a graceful shutdown: %+v, %v", a.res, a.err)
 	}
-	if err := <-served; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("serve: %v", err)
 	}
 }

@@ -3,29 +3,13 @@ package spacesdtest
 import (
 	"bufio"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
-	"github.com/trycua/cua-spacesd/media/vp8"
 )
-
-// RequireEncoder skips a test of streams in a build without the VP8
-// encoder (no cgo or no libvpx), and fails it under CI=true, where the
-// streams must be tested.
-func RequireEncoder(t testing.TB) {
-	t.Helper()
-	if vp8.Available {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("this test binary has no VP8 encoder (%s), and CI=true requires it", vp8.Limitation)
-	}
-	t.Skip("no VP8 encoder in this build")
-}
 
 // Metrics reads a daemon's /metrics at url with token: each value by its
 // name (with its labels, as the daemon writes them).

@@ -13,6 +13,7 @@ import (
 	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
 	"github.com/trycua/cua-spacesd/media/rtc/rtctest"
+	"github.com/trycua/cua-spacesd/media/vp8/vp8test"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
@@ -32,7 +33,7 @@ type env struct {
 // start runs a display of size and a daemon on it whose token can rotate.
 func start(t *testing.T, size string) *env {
 	t.Helper()
-	spacesdtest.RequireEncoder(t)
+	vp8test.Require(t)
 	display, d := spacesdtest.StartDesktop(t, size, api.FeatureDesktopStream, api.FeatureWindowStream)
 	return &env{display: display, d: d, auth: d.Auth}
 }

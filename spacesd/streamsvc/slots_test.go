@@ -12,6 +12,7 @@ import (
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
 	"github.com/trycua/cua-spacesd/media/rtc"
 	"github.com/trycua/cua-spacesd/media/rtc/rtctest"
+	"github.com/trycua/cua-spacesd/media/vp8/vp8test"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 	"github.com/trycua/cua-spacesd/spacesd/streamsvc"
 )
@@ -19,7 +20,7 @@ import (
 // startWith runs a daemon with stream options so on a display of its own.
 func startWith(t *testing.T, o streamsvc.Options) *env {
 	t.Helper()
-	spacesdtest.RequireEncoder(t)
+	vp8test.Require(t)
 	display := desktoptest.Start(t, desktoptest.Options{Size: "320x240"})
 	logs := &spacesdtest.Logs{}
 	o.UDPAddr = "127.0.0.1:0"

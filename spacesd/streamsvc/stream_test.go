@@ -16,6 +16,7 @@ import (
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
 	"github.com/trycua/cua-spacesd/media/rtc"
 	"github.com/trycua/cua-spacesd/media/rtc/rtctest"
+	"github.com/trycua/cua-spacesd/media/vp8/vp8test"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 	"github.com/trycua/cua-spacesd/spacesd/streamsvc"
 )
@@ -286,7 +287,7 @@ func iconify(t *testing.T, xc *desktoptest.XClient) {
 // address instead of the host's (and a viewer connects to it), and
 // ICE-TCP adds passive TCP candidates.
 func TestMediaOptions(t *testing.T) {
-	spacesdtest.RequireEncoder(t)
+	vp8test.Require(t)
 	display := desktoptest.Start(t, desktoptest.Options{Size: "320x240", NoWindowManager: true})
 	// 127.0.0.2 stands for the public address: it is on loopback too, so
 	// a viewer here still reaches it.

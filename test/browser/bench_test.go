@@ -12,6 +12,7 @@ import (
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
+	"github.com/trycua/cua-spacesd/media/vp8/vp8test"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -95,7 +96,7 @@ func wallOffset(p *page) float64 {
 }
 
 func BenchmarkViewerChromium1920x1080(b *testing.B) {
-	spacesdtest.RequireEncoder(b)
+	vp8test.Require(b)
 	desktoptest.Require(b, "xterm")
 	for range b.N {
 		benchViewer(b, 1920, 1080)

@@ -23,6 +23,8 @@ import (
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
+	"github.com/trycua/cua-spacesd/internal/testenv"
+	"github.com/trycua/cua-spacesd/media/vp8/vp8test"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -94,10 +96,7 @@ func chromiumPath(t testing.TB) string {
 			return p
 		}
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium is not installed, and CI=true requires the browser tests (install it with .ci/run's setup)")
-	}
-	t.Skip("chromium is not installed (apt-get install chromium); skipping the browser test")
+	testenv.Missing(t, "chromium is not installed (apt-get install chromium; the browser tests need it)")
 	return ""
 }
 
@@ -557,7 +556,7 @@ func start(t *testing.T, size string) *env {
 // startSpace is start without the browser.
 func startSpace(t *testing.T, size string) *env {
 	t.Helper()
-	spacesdtest.RequireEncoder(t)
+	vp8test.Require(t)
 	display, d := spacesdtest.StartDesktop(t, size, api.FeatureDesktopStream)
 	return &env{display: display, d: d}
 }

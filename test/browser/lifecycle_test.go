@@ -21,6 +21,7 @@ import (
 	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
 	"github.com/trycua/cua-spacesd/internal/nstest"
+	"github.com/trycua/cua-spacesd/media/vp8/vp8test"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -178,7 +179,7 @@ func (d *daemonProc) kill() {
 // frames again. Then the token is rotated: the daemon ends the stream,
 // the renewal is refused, and the page says a new link is needed.
 func TestViewerReconnectsAfterRestart(t *testing.T) {
-	spacesdtest.RequireEncoder(t)
+	vp8test.Require(t)
 	b := startBrowser(t)
 	display := desktoptest.Start(t, desktoptest.Options{Size: "640x480"})
 	tokenFile := filepath.Join(t.TempDir(), "token")

@@ -1,19 +1,17 @@
 package browser_test
 
 import (
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/trycua/cua-spacesd/bridge/cli"
 	"github.com/trycua/cua-spacesd/bridge/registry"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
+	"github.com/trycua/cua-spacesd/internal/testenv"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 	"github.com/trycua/cua-spacesd/spacesd/streamsvc"
 )
@@ -55,7 +53,7 @@ func TestViewOpensTheLinkInABrowser(t *testing.T) {
 	})
 
 	var out strings.Builder
-	errb := &lockedWriter{w: &strings.Builder{}}
+	errb := &testenv.SyncBuffer{}
 	env := cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: errb, Home: home,
 		Getenv: func(k string) string {
 			if k == "BROWSER" {
@@ -70,22 +68,4 @@ func TestViewOpensTheLinkInABrowser(t *testing.T) {
 		m := spacesdtest.Metrics(t, e.d.URL, e.d.Token)
 		return m[streamsvc.MetricViewers] == 1 && m[streamsvc.MetricFrames] > 0
 	})
-}
-
-// lockedWriter serialises writes of the command and of its opener.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return fmt.Sprint(l.w)
 }

@@ -4,11 +4,11 @@ package desktoptest
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"testing"
 
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
+	"github.com/trycua/cua-spacesd/internal/testenv"
 )
 
 // Options adjust the display.
@@ -54,10 +54,7 @@ func Require(t testing.TB, tools ...string) {
 	t.Helper()
 	for _, tool := range append([]string{"Xvfb", "openbox"}, tools...) {
 		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is not installed, and CI=true requires the desktop tests to run (install it with .ci/run's setup)", tool)
-			}
-			t.Skipf("%s is not installed; skipping the desktop test", tool)
+			testenv.Missing(t, "%s is not installed (the desktop tests need it)", tool)
 		}
 	}
 }
