@@ -45,9 +45,10 @@ func (s *tlsSpace) addArgs(name, token string) map[string]any {
 }
 
 // Tool calls on a TLS Space reuse its one client: the probe of add_space,
-// then every call go over one connection, with one TLS handshake. (A
-// client per call made a handshake per call, and left its connection open
-// until the transport's idle timeout.)
+// then every call (the bridge's own tools and the MCP hop of call_tool)
+// go over one connection, with one TLS handshake. (A client per call made
+// a handshake per call, and left its connection open until the
+// transport's idle timeout.)
 func TestTLSSpaceOneHandshake(t *testing.T) {
 	e := newEnv(t)
 	cs := e.client(t, nil)
@@ -67,6 +68,26 @@ func TestTLSSpaceOneHandshake(t *testing.T) {
 	}
 	if n := s.proxy.Accepted.Load(); n != 1 {
 		t.Fatalf("add_space and %d calls on a TLS Space opened %d connections, want 1", calls, n)
+	}
+	// call_tool goes over an MCP session with the daemon, on the same
+	// client. Its setup may open one more connection: the SDK still reads
+	// the answer to initialize when it posts notifications/initialized.
+	hop := func() {
+		t.Helper()
+		if r := call(t, cs, "call_tool", map[string]any{"space": "tls", "tool": "space_bash", "arguments": map[string]any{"command": "echo hop"}}); r.IsError || !strings.Contains(text(r), "hop") {
+			t.Fatalf("call_tool: %s", text(r))
+		}
+	}
+	hop()
+	setup := s.hellos.Load()
+	if setup > 2 {
+		t.Fatalf("the first call_tool made %d TLS handshakes", setup-1)
+	}
+	for range calls {
+		hop()
+	}
+	if n := s.hellos.Load(); n != setup {
+		t.Fatalf("%d call_tool calls on the session made %d more TLS handshakes, want none", calls, n-setup)
 	}
 }
 
