@@ -131,9 +131,11 @@ func hostRoots(flags rootsFlag) ([]string, error) {
 	return []string{wd}, nil
 }
 
-// newBridge opens the registry and builds the MCP server, its tools
-// confined to roots and kept out of the registry and the token file. Logs
-// go to stderr as JSON: stdout belongs to the stdio transport.
+// newBridge opens the registry (the MCP server's one, for the process's
+// life: every tool call takes its Space's client from it) and builds the
+// MCP server, its tools confined to roots and kept out of the registry and
+// the token file. Logs go to stderr as JSON: stdout belongs to the stdio
+// transport.
 func newBridge(home string, roots rootsFlag, tokenFile string, stderr io.Writer) (*mcp.Bridge, *registry.Registry, *slog.Logger, error) {
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	reg, err := registry.Open(home)
@@ -174,11 +176,12 @@ func runMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
-	b, _, _, err := newBridge(*home, roots, "", stderr)
+	b, reg, _, err := newBridge(*home, roots, "", stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "cua-bridge mcp:", err)
 		return 1
 	}
+	defer reg.Close()
 	defer b.Close()
 	if err := b.RunStdio(ctx, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(stderr, "cua-bridge mcp:", err)
@@ -207,11 +210,12 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	if tf == "" {
 		tf = filepath.Join(regDir, tokenFileName)
 	}
-	b, _, log, err := newBridge(*home, roots, tf, stderr)
+	b, reg, log, err := newBridge(*home, roots, tf, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "cua-bridge serve:", err)
 		return 1
 	}
+	defer reg.Close()
 	defer b.Close()
 	token, err := loadOrCreateToken(tf, *tokenFile == "")
 	if err != nil {

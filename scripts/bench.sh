@@ -47,6 +47,9 @@ section "space_bash true through cua-bridge MCP over streamable HTTP (target med
 COUNT=2 bench ./bridge/mcp 'MCPSpaceBashTrue' 1000x
 COUNT=2 bench ./spacesd/procsvc 'ExecTrueHTTP' 1000x
 
+section "exec true on a Space serving TLS (pinned) through the bridge's registry: its one client per Space (one handshake, then a warm connection) vs a client built per call (a TLS handshake each, as before), same run"
+COUNT=2 bench ./bridge/registry 'TLSSpaceExec' 200x
+
 section "1920x1080 screenshot of a desktop-like picture in the daemon: scaled to 1280 as JPEG (target median <= 15 ms) and PNG, beside full size (JPEG target <= 25 ms) and the raw captures they start from (Xvfb)"
 bench ./capabilities/desktop 'Screenshot' 1s
 

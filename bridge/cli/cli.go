@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/api/client"
@@ -50,6 +51,24 @@ type Env struct {
 	Clients registry.ClientFactory
 	// Getenv reads the environment (nil = os.Getenv): $BROWSER for view.
 	Getenv func(string) string
+
+	// reg is the command's registry, opened at its first use (Run sets
+	// it up): a command that never needs one, or fails on its flags,
+	// does not create $CUA_HOME.
+	reg *lazyRegistry
+}
+
+// lazyRegistry opens the registry once, when a command first asks for it.
+type lazyRegistry struct {
+	once sync.Once
+	r    *registry.Registry
+	err  error
+}
+
+func (l *lazyRegistry) close() {
+	if l.r != nil {
+		l.r.Close()
+	}
 }
 
 // Main runs one human subcommand with the process's stdin and returns the
@@ -60,6 +79,11 @@ func Main(ctx context.Context, cmd string, args []string, stdout, stderr io.Writ
 
 // Run runs one human subcommand in env and returns the exit code.
 func Run(ctx context.Context, env Env, cmd string, args []string) int {
+	// One registry for the command, so every client it takes (a probe,
+	// then the call) comes from one factory and cache, as the MCP tools'
+	// do.
+	env.reg = &lazyRegistry{}
+	defer env.reg.close()
 	switch cmd {
 	case "space":
 		return env.runSpace(ctx, args)
@@ -115,8 +139,16 @@ func (env Env) usage(format string, args ...any) int {
 	return ExitUsage
 }
 
+// registry is the command's registry: every command opens it here, and
+// takes every client of a Space from it.
 func (env Env) registry() (*registry.Registry, error) {
-	return registry.Open(env.Home, registry.WithClients(env.Clients))
+	if env.reg == nil { // a command called without Run
+		env.reg = &lazyRegistry{}
+	}
+	env.reg.once.Do(func() {
+		env.reg.r, env.reg.err = registry.Open(env.Home, registry.WithClients(env.Clients))
+	})
+	return env.reg.r, env.reg.err
 }
 
 // client resolves a Space id in the registry and returns its client.

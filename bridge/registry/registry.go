@@ -3,6 +3,10 @@
 // (an MCP server and a CLI, say) may change it at once: every change takes an
 // exclusive flock on registry.lock, rereads both files, and replaces them by
 // writing a temp file, fsyncing it and renaming it over the old one.
+//
+// It is also where the bridge gets the client of a Space (Client,
+// ClientFor): one per Space, built by one factory and kept while the entry
+// stays the same (clients.go).
 package registry
 
 import (
@@ -90,6 +94,9 @@ func CheckTLS(e Entry) (Entry, error) {
 		}
 		e.CAFile = abs
 	}
+	// A client built only to check the CA file as a client will read it,
+	// never used to connect: apart from the registry's factory and cache,
+	// which take entries that are checked already.
 	if _, err := client.New(e.URL, "", client.WithTLS(e.TLS())); err != nil {
 		return e, err // an unreadable CA file, or one without certificates
 	}
@@ -99,18 +106,21 @@ func CheckTLS(e Entry) (Entry, error) {
 // ID is the id a caller passes to reach this Space: its name.
 func (e Entry) ID() string { return e.Name }
 
-// Registry is the Spaces under one home directory. Its methods reread the
-// files on every call, so two Registry values (or processes) on the same home
-// always agree after a change returns.
+// Registry is the Spaces under one home directory, and the one client of
+// each. Its methods reread the files on every call, so two Registry values
+// (or processes) on the same home always agree after a change returns; each
+// read also drops the clients of Spaces removed or changed since.
 type Registry struct {
 	home    string
-	clients ClientFactory
+	factory ClientFactory
+	clients *clients
 }
 
 // ClientFactory builds the client of a Space's spacesd. It is the one place
 // that decides how a Space is reached: a relay Space gets a client whose
 // dialer goes through the relay (client.WithDialer), a direct one the plain
-// client.
+// client. It must depend on the entry alone (the registry keeps what it
+// built for as long as the entry stays the same) and must not dial.
 type ClientFactory func(Entry) (*client.Client, error)
 
 // PlainClients reaches every Space at its URL directly, trusting its
@@ -127,7 +137,7 @@ type Option func(*Registry)
 func WithClients(f ClientFactory) Option {
 	return func(r *Registry) {
 		if f != nil {
-			r.clients = f
+			r.factory = f
 		}
 	}
 }
@@ -156,6 +166,13 @@ func Home(home string) (string, error) {
 }
 
 // Open opens (and creates) the registry under home ("" = $CUA_HOME or ~/.cua).
+//
+// Every path of the bridge opens its registry here, once: the MCP server
+// once per process (cua-bridge mcp and serve), the CLI once per command
+// (cli.Run). Each then takes every client from the registry (Client,
+// ClientFor), so the way a Space is reached is decided by one factory, and
+// each Space has one client for the registry's life. Close the registry
+// when done with it.
 func Open(home string, opts ...Option) (*Registry, error) {
 	dir, err := Home(home)
 	if err != nil {
@@ -164,12 +181,18 @@ func Open(home string, opts ...Option) (*Registry, error) {
 	if err := os.MkdirAll(dir, homeMode); err != nil {
 		return nil, api.Errorf(api.KindIO, "create registry directory %s: %w", dir, err)
 	}
-	r := &Registry{home: dir, clients: PlainClients}
+	r := &Registry{home: dir, factory: PlainClients}
 	for _, o := range opts {
 		o(r)
 	}
+	r.clients = newClients(r.factory)
 	return r, nil
 }
+
+// Close drops the registry's clients and closes their idle connections.
+// Calls in flight finish; the registry stays usable and builds clients
+// anew.
+func (r *Registry) Close() { r.clients.closeAll() }
 
 // Dir is the registry's directory.
 func (r *Registry) Dir() string { return r.home }
@@ -288,9 +311,12 @@ func (r *Registry) Client(id string) (*client.Client, Entry, error) {
 	return c, e, nil
 }
 
-// ClientFor returns a client of e's spacesd, registered or not (a Space is
-// probed before it is added), from the registry's client factory.
-func (r *Registry) ClientFor(e Entry) (*client.Client, error) { return r.clients(e) }
+// ClientFor returns the client of e's spacesd, registered or not (a Space
+// is probed before it is added), from the registry's client factory: the
+// same client for the same entry, while the registry holds it, so that
+// calls share its connections. A probed entry that is then added keeps its
+// client.
+func (r *Registry) ClientFor(e Entry) (*client.Client, error) { return r.clients.get(e) }
 
 func resolve(s *spacesDoc, t *tokensDoc, id string) (Entry, error) {
 	id = strings.TrimSpace(id)
@@ -392,7 +418,12 @@ func (r *Registry) snapshot() (*spacesDoc, *tokensDoc, error) {
 		return nil, nil, err
 	}
 	defer unlock()
-	return r.read()
+	s, t, err := r.read()
+	if err != nil {
+		return nil, nil, err
+	}
+	r.clients.sync(s, t)
+	return s, t, nil
 }
 
 func (r *Registry) update(change func(*spacesDoc, *tokensDoc) error) error {
@@ -413,7 +444,13 @@ func (r *Registry) update(change func(*spacesDoc, *tokensDoc) error) error {
 	if err := r.writeJSON(TokensFile, t, tokensMode); err != nil {
 		return err
 	}
-	return r.writeJSON(SpacesFile, s, spacesMode)
+	if err := r.writeJSON(SpacesFile, s, spacesMode); err != nil {
+		return err
+	}
+	// Under the lock still: a removed Space's client, or the old client of
+	// one added again, goes now.
+	r.clients.sync(s, t)
+	return nil
 }
 
 func (r *Registry) read() (*spacesDoc, *tokensDoc, error) {

@@ -133,9 +133,14 @@ func (d *Deps) space(ctx context.Context, id string, need []api.Feature) (*space
 	return &spacetools.Space{ID: id, Client: client, Caps: caps, Services: services}, nil
 }
 
-// spaceKey names what a Space's caches are valid for: its URL and token
-// (a new token, or the name registered elsewhere, is another Space).
-func spaceKey(e registry.Entry) string { return e.URL + "\x00" + e.Token }
+// spaceKey names what a Space's caches are valid for: its URL, token and
+// trust (a new token, new trust, or the name registered elsewhere, is
+// another Space). The MCP session with the daemon is kept under it and
+// holds the client it was opened with, so a Space re-added with another
+// pin or CA file must not find the session the old trust opened.
+func spaceKey(e registry.Entry) string {
+	return e.URL + "\x00" + e.Token + "\x00" + e.Fingerprint + "\x00" + e.CAFile
+}
 
 // capabilities returns the Space's capabilities, cached for capsTTL.
 func (d *Deps) capabilities(ctx context.Context, e registry.Entry, c *client.Client) (*api.Capabilities, error) {

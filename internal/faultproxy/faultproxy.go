@@ -23,6 +23,10 @@ type Proxy struct {
 	cuts atomic.Int64
 	// Cut counts the answers cut so far.
 	Cut atomic.Int64
+	// Accepted counts the client connections accepted so far; Open those
+	// still forwarded (one leaves once its client and the target have
+	// both ended it).
+	Accepted, Open atomic.Int64
 
 	wg    sync.WaitGroup
 	mu    sync.Mutex
@@ -88,6 +92,9 @@ func (p *Proxy) untrack(c net.Conn) {
 
 func (p *Proxy) serve(client net.Conn) {
 	defer p.wg.Done()
+	p.Accepted.Add(1)
+	p.Open.Add(1)
+	defer p.Open.Add(-1)
 	p.track(client)
 	defer p.untrack(client)
 	upstream, err := net.Dial("tcp", p.target)

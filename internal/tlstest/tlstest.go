@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -193,4 +194,16 @@ func SignWith(t testing.TB, issuer tls.Certificate, hosts ...string) *x509.Certi
 		t.Fatal(err)
 	}
 	return leaf
+}
+
+// CountHandshakes makes cfg count the TLS handshakes it is offered (every
+// ClientHello, a resumed session's too) and returns the count. cfg must
+// have no GetConfigForClient of its own.
+func CountHandshakes(cfg *tls.Config) *atomic.Int64 {
+	n := &atomic.Int64{}
+	cfg.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		n.Add(1)
+		return nil, nil // cfg itself
+	}
+	return n
 }

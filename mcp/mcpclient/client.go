@@ -40,6 +40,11 @@ const MaxMessageBytes = sdk.DefaultMaxLineLength
 // notifications/cancelled of a call its caller left, an answer to a ping.
 const cancelNotifyTimeout = 5 * time.Second
 
+// streamDrainGrace is how long a call's answer stream may still be read
+// after its answer came: the SDK reads it to its end, so that its
+// connection goes back to the pool, and the server ends it at once.
+const streamDrainGrace = 5 * time.Second
+
 // maxToolPages bounds the pages of one tools/list: a server that keeps
 // answering a cursor would otherwise be followed for ever.
 const maxToolPages = 100
@@ -191,8 +196,24 @@ func (s *Session) Call(ctx context.Context, method string, params any, progress 
 	if err != nil {
 		return nil, err
 	}
+	// Over HTTP the SDK reads the answer's stream to its end after handing
+	// the answer over. The request must not end with ctx then (a caller's
+	// ctx ends as soon as it has its answer): that would cut the read and
+	// close the connection, and the next call would dial, over TLS with a
+	// handshake, again. So the request ends with ctx until the answer came,
+	// and streamDrainGrace after it.
+	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
+	unlink := context.AfterFunc(ctx, wcancel)
+	answered := false
+	defer func() {
+		if answered && unlink() {
+			time.AfterFunc(streamDrainGrace, wcancel)
+			return
+		}
+		wcancel()
+	}()
 	jid, _ := jsonrpc.MakeID(float64(id))
-	if err := s.conn.Write(ctx, &jsonrpc.Request{ID: jid, Method: method, Params: p}); err != nil {
+	if err := s.conn.Write(wctx, &jsonrpc.Request{ID: jid, Method: method, Params: p}); err != nil {
 		if ctx.Err() != nil {
 			// Over HTTP a write lasts until the answer's headers come, which
 			// a server streaming its answer may send only with its first
@@ -210,6 +231,7 @@ func (s *Session) Call(ctx context.Context, method string, params any, progress 
 	}
 	select {
 	case r := <-reply:
+		answered = true
 		if r.Error != nil {
 			var we *jsonrpc.Error
 			if errors.As(r.Error, &we) {
