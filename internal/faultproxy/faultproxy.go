@@ -73,14 +73,10 @@ func (p *Proxy) accept() {
 	}
 }
 
-func (p *Proxy) track(c net.Conn) bool {
+func (p *Proxy) track(c net.Conn) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.conns == nil {
-		return false
-	}
 	p.conns[c] = struct{}{}
-	return true
+	p.mu.Unlock()
 }
 
 func (p *Proxy) untrack(c net.Conn) {
