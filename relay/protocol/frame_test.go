@@ -172,7 +172,15 @@ func TestWriterDeadline(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 	w := protocol.NewWriter(a, 50*time.Millisecond)
-	err := w.WriteMessage(protocol.Ping{Nonce: 1})
+	done := make(chan error, 1)
+	go func() { done <- w.WriteMessage(protocol.Ping{Nonce: 1}) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second): // 200 times the deadline: the write is unbounded
+		a.Close()
+		t.Fatalf("WriteMessage still blocked 10 s past a 50 ms write timeout: %v", <-done)
+	}
 	if api.KindOf(err) != api.KindRelay || !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("WriteMessage to a peer that does not read: %v, want kind relay wrapping a deadline", err)
 	}

@@ -25,8 +25,8 @@ const (
 
 // Heartbeat and go-away limits.
 const (
-	// DefaultHeartbeat is how often each side pings when Welcome names no
-	// other interval (DESIGN §4: 15 s, like yamux's keepalive there).
+	// DefaultHeartbeat is the interval a relay names in Welcome unless it
+	// is configured otherwise (DESIGN §4: 15 s, like yamux's keepalive).
 	DefaultHeartbeat = 15 * time.Second
 	// MinHeartbeat and MaxHeartbeat bound Welcome.Heartbeat.
 	MinHeartbeat = 1 * time.Second
