@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/capabilities/process"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
@@ -87,9 +88,7 @@ func BenchmarkExecIdempotencyKey(b *testing.B) {
 	for _, keyed := range []bool{false, true} {
 		b.Run(fmt.Sprintf("key=%v", keyed), func(b *testing.B) {
 			var m medianTimer
-			n := 0
 			for b.Loop() {
-				n++
 				req, err := http.NewRequestWithContext(b.Context(), http.MethodPost, d.URL+api.PathExec, bytes.NewReader(body))
 				if err != nil {
 					b.Fatal(err)
@@ -97,7 +96,7 @@ func BenchmarkExecIdempotencyKey(b *testing.B) {
 				req.Header.Set("Authorization", "Bearer "+d.Token)
 				req.Header.Set("Content-Type", "application/json")
 				if keyed {
-					req.Header.Set(api.HeaderIdempotencyKey, fmt.Sprintf("bench-%d-%d", b.N, n))
+					req.Header.Set(api.HeaderIdempotencyKey, client.NewIdempotencyKey())
 				}
 				m.time(func() {
 					resp, err := hc.Do(req)
