@@ -232,12 +232,20 @@ func (g *Group) Kill() error {
 	}
 	// Without a freezer: kill what is listed, give it a moment to die, and
 	// again, until nothing is left; a tree that forks faster than that is
-	// bounded by its pids.max.
+	// bounded by its pids.max. An empty listing is not the end: a child
+	// whose fork raced it shows in the next one, so the group must also
+	// say it holds no live process (seen in CI: a fork bomb's straggler
+	// outlived a Kill that had answered nil).
 	deadline := time.Now().Add(killLoopWait)
 	for {
 		n, err := g.signalEach(unix.SIGKILL)
-		if err != nil || n == 0 {
+		if err != nil {
 			return err
+		}
+		if n == 0 {
+			if populated, perr := g.Populated(); perr != nil || !populated {
+				return perr
+			}
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("cgroups: %s still has processes after %s of kills", g.name, killLoopWait)
