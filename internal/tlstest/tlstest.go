@@ -57,22 +57,7 @@ func NewCA(t testing.TB) *CA {
 func (ca *CA) Issue(t testing.TB, hosts ...string) tls.Certificate {
 	t.Helper()
 	key := newKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(t),
-		Subject:      pkix.Name{CommonName: hosts[0]},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(validity),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
+	der, err := x509.CreateCertificate(rand.Reader, leafTemplate(t, hosts), ca.Cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatalf("issue a test certificate: %v", err)
 	}
@@ -176,16 +161,7 @@ func SignWith(t testing.TB, issuer tls.Certificate, hosts ...string) *x509.Certi
 		t.Fatal(err)
 	}
 	key := newKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(t),
-		Subject:      pkix.Name{CommonName: hosts[0]},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(validity),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     hosts,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, issuer.PrivateKey)
+	der, err := x509.CreateCertificate(rand.Reader, leafTemplate(t, hosts), parent, &key.PublicKey, issuer.PrivateKey)
 	if err != nil {
 		t.Fatalf("sign a certificate for %v: %v", hosts, err)
 	}
@@ -206,4 +182,25 @@ func CountHandshakes(cfg *tls.Config) *atomic.Int64 {
 		return nil, nil // cfg itself
 	}
 	return n
+}
+
+// leafTemplate is a server certificate for hosts (names or IP addresses),
+// valid from an hour ago.
+func leafTemplate(t testing.TB, hosts []string) *x509.Certificate {
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(t),
+		Subject:      pkix.Name{CommonName: hosts[0]},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(validity),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	return tmpl
 }
