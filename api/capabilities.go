@@ -159,6 +159,9 @@ type Capabilities struct {
 	Display         string                    `json:"display,omitempty"`
 	Limits          Limits                    `json:"limits"`
 	Features        map[Feature]FeatureStatus `json:"features"`
+	// Relay is the state of relay_attach: the relay the Space dials, and
+	// whether it is attached now; nil when it was never told to attach.
+	Relay *RelayStatus `json:"relay,omitempty"`
 }
 
 // Supports reports whether f is supported, and the limitation when it is not.

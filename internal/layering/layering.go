@@ -21,6 +21,18 @@ const Module = "github.com/trycua/cua-spacesd"
 // program may import it, as derp's protocol package (DESIGN §1).
 const RelayProtocol = "relay/protocol"
 
+// RelayTunnel is the session layer under the protocol (a WebSocket as a
+// byte stream, the yamux tuning), and RelayAPI the relay's own HTTP API
+// (its types and client): the daemon dials the one, the bridge calls the
+// other, as the relay serves both.
+const (
+	RelayTunnel = "relay/tunnel"
+	RelayAPI    = "relay/relayapi"
+)
+
+// relayShared are the relay's packages every program may import.
+var relayShared = []string{RelayProtocol, RelayTunnel, RelayAPI}
+
 // A Rule constrains the packages that match From: each import must match
 // one pattern of Allow (when Allow is set) and none of Deny, unless it
 // matches Except.
@@ -49,7 +61,7 @@ var Rules = []Rule{
 		Why: "a capability is usable without HTTP, MCP or any program"},
 	{From: "media/...", Deny: append([]string{"mcp/...", "api/client"}, programs...),
 		Why: "the media code is usable without HTTP, MCP or any program"},
-	{From: "mcp/...", Deny: programs, Except: []string{RelayProtocol},
+	{From: "mcp/...", Deny: programs, Except: relayShared,
 		Why: "the MCP layer both programs stand on may call the daemon (api/client), never a program's packages"},
 	{From: "internal/...", Deny: append([]string{"mcp/...", "api/client", "capabilities/...", "media/..."}, programs...),
 		Why: "internal/ holds small helpers below everything else"},
@@ -57,14 +69,18 @@ var Rules = []Rule{
 		Why: "the daemon's server knows no capability: each plugs in as a service"},
 	{From: "spacesd/httpapi", Deny: []string{"capabilities/...", "media/...", "mcp/..."},
 		Why: "what every route shares (the envelope, each error's HTTP status) knows no capability: a status of its own comes from a cause in api"},
-	{From: "spacesd/...", Deny: []string{"bridge/...", "relay/..."}, Except: []string{RelayProtocol},
+	{From: "spacesd/...", Deny: []string{"bridge/...", "relay/..."}, Except: relayShared,
 		Why: "no program imports another program's packages"},
-	{From: "bridge/...", Deny: []string{"spacesd/...", "relay/..."}, Except: []string{RelayProtocol},
+	{From: "bridge/...", Deny: []string{"spacesd/...", "relay/..."}, Except: relayShared,
 		Why: "no program imports another program's packages"},
 	{From: "relay/...", Deny: []string{"spacesd/...", "bridge/..."},
 		Why: "no program imports another program's packages"},
 	{From: RelayProtocol, Deny: append([]string{"mcp/...", "capabilities/...", "media/...", "spacesd/...", "bridge/..."}, "relay/..."), Except: []string{RelayProtocol + "/..."},
 		Why: "the relay's wire protocol is small and stands on api alone, so every program may import it"},
+	{From: RelayTunnel, Allow: []string{"std", "github.com/gorilla/websocket", "github.com/hashicorp/yamux"},
+		Why: "the session layer stands on the standard library, the WebSocket library and the multiplexer only"},
+	{From: RelayAPI, Allow: []string{"std", "api", RelayProtocol},
+		Why: "the relay's HTTP API (types and client) stands on the contract and the protocol only"},
 }
 
 // Package is one package of the module and what it imports.
