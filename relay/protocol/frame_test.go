@@ -3,6 +3,7 @@ package protocol_test
 import (
 	"bytes"
 	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -31,7 +32,7 @@ func goodMessages(t testing.TB) []protocol.Message {
 	pub, _ := testKey()
 	return []protocol.Message{
 		protocol.NewHello("dev-box", "0.9.1 (abc123)"),
-		protocol.Welcome{Version: protocol.Version, GrantKey: pub, Heartbeat: protocol.MillisOf(protocol.DefaultHeartbeat), Node: "relay-1"},
+		protocol.Welcome{Version: protocol.Version, GrantKey: pub, Heartbeat: protocol.MillisOf(protocol.DefaultHeartbeat), Node: "relay-1", Computer: "space-1"},
 		protocol.Ping{Nonce: 1<<64 - 1, SentAt: t0.UnixMilli()},
 		protocol.Pong{Nonce: 7, SentAt: t0.UnixMilli()},
 		protocol.GoAway{Reason: protocol.CloseGoingAway, Message: "restarting", RetryAfter: 2500},
@@ -79,6 +80,7 @@ func TestReadMessageRefuses(t *testing.T) {
 	oversized = binary.BigEndian.AppendUint32(oversized, protocol.MaxFrameSize+1)
 	huge := []byte{byte(protocol.FrameHello), 0xff, 0xff, 0xff, 0xff} // no 4 GiB allocation
 	goodHello := `{"min_version":1,"max_version":1,"computer":"box","daemon_version":"1"}`
+	goodKey := base64.StdEncoding.EncodeToString(make([]byte, ed25519.PublicKeySize))
 	for _, tt := range []struct {
 		name string
 		in   []byte
@@ -94,7 +96,8 @@ func TestReadMessageRefuses(t *testing.T) {
 		{"not JSON", frameBytes(1, "hello"), protocol.CloseProtocolError, "hello frame"},
 		{"unknown field", frameBytes(1, strings.TrimSuffix(goodHello, "}")+`,"token":"x"}`), protocol.CloseProtocolError, "unknown field"},
 		{"trailing data", frameBytes(1, goodHello+"{}"), protocol.CloseProtocolError, "after the JSON"},
-		{"no computer", frameBytes(1, `{"min_version":1,"max_version":1,"daemon_version":"1"}`), protocol.CloseProtocolError, "computer name"},
+		{"bad computer", frameBytes(1, `{"min_version":1,"max_version":1,"computer":"-x","daemon_version":"1"}`), protocol.CloseProtocolError, "computer name"},
+		{"welcome without computer", frameBytes(2, `{"version":1,"grant_key":"`+goodKey+`","heartbeat_ms":15000,"node":"n"}`), protocol.CloseProtocolError, "computer name"},
 		{"version zero", frameBytes(1, `{"min_version":0,"max_version":1,"computer":"box","daemon_version":"1"}`), protocol.CloseProtocolError, "min_version 0"},
 		{"versions backwards", frameBytes(1, `{"min_version":3,"max_version":2,"computer":"box","daemon_version":"1"}`), protocol.CloseProtocolError, "above max_version"},
 		{"short grant key", frameBytes(2, `{"version":1,"grant_key":"AAAA","heartbeat_ms":15000,"node":"n"}`), protocol.CloseProtocolError, "grant_key: 3 bytes"},
@@ -128,7 +131,7 @@ func TestEncodeRefuses(t *testing.T) {
 	for _, m := range []protocol.Message{
 		nil,
 		protocol.Hello{MinVersion: 1, MaxVersion: 1, Computer: "box"}, // no daemon version
-		protocol.Welcome{Version: 1, GrantKey: make(ed25519.PublicKey, 31), Heartbeat: 15000, Node: "n"},
+		protocol.Welcome{Version: 1, GrantKey: make(ed25519.PublicKey, 31), Heartbeat: 15000, Node: "n", Computer: "c"},
 		protocol.OpenData{Token: "cuad_short", Path: "/d"},
 		protocol.GoAway{Reason: protocol.CloseGoingAway, Message: strings.Repeat("x", protocol.MaxTextLen+1)},
 		protocol.Close{},

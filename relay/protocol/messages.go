@@ -67,7 +67,9 @@ type Message interface {
 type Hello struct {
 	MinVersion    int    `json:"min_version"`
 	MaxVersion    int    `json:"max_version"`
-	Computer      string `json:"computer"`
+	// Computer is the name the Space believes it has, or "" when it
+	// knows only its token (a first attach from --relay-token-file).
+	Computer      string `json:"computer,omitempty"`
 	DaemonVersion string `json:"daemon_version"`
 }
 
@@ -83,6 +85,10 @@ type Welcome struct {
 	Heartbeat Millis `json:"heartbeat_ms"`
 	// Node is the relay node's name (for logs; a cluster has several).
 	Node string `json:"node"`
+	// Computer is the name the relay knows the Space's token by: the
+	// computer every grant of the session names. A Space whose Hello
+	// named another ends the session (protocol_error).
+	Computer string `json:"computer"`
 }
 
 // Ping asks the peer for a Pong with the same Nonce. SentAt (Unix ms, the
@@ -156,8 +162,10 @@ func (m Hello) check() error {
 	if m.MinVersion > m.MaxVersion {
 		return fmt.Errorf("min_version %d is above max_version %d", m.MinVersion, m.MaxVersion)
 	}
-	if err := CheckComputerName(m.Computer); err != nil {
-		return err
+	if m.Computer != "" {
+		if err := CheckComputerName(m.Computer); err != nil {
+			return err
+		}
 	}
 	return checkText("daemon_version", m.DaemonVersion, true)
 }
@@ -194,7 +202,10 @@ func (m Welcome) check() error {
 	if d := m.Heartbeat.Duration(); d < MinHeartbeat || d > MaxHeartbeat {
 		return fmt.Errorf("heartbeat_ms %d: want %d to %d", m.Heartbeat, MillisOf(MinHeartbeat), MillisOf(MaxHeartbeat))
 	}
-	return checkText("node", m.Node, true)
+	if err := checkText("node", m.Node, true); err != nil {
+		return err
+	}
+	return CheckComputerName(m.Computer)
 }
 
 func (m Ping) check() error { return nil }
