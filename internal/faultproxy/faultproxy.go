@@ -1,7 +1,9 @@
 // Package faultproxy is a TCP proxy on loopback for tests that cut a link
 // on purpose: it forwards each connection to a target and, when told,
 // drops a connection after its request went through and before its answer
-// came back: the moment a client cannot know whether its call ran.
+// came back (the moment a client cannot know whether its call ran), cuts
+// every open connection at once (a link that went down), refuses new ones
+// for a while (a network that is away), or delays what it forwards.
 package faultproxy
 
 import (
@@ -10,6 +12,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Proxy forwards connections from Addr to its target.
@@ -28,9 +31,37 @@ type Proxy struct {
 	// both ended it).
 	Accepted, Open atomic.Int64
 
+	// refusing: new connections are closed at once (see Refuse).
+	refusing atomic.Bool
+	// delay is added before each chunk is forwarded, in nanoseconds.
+	delay atomic.Int64
+
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
+}
+
+// CutAll closes every connection open now, both sides, as a link that
+// went down does; new connections are forwarded as before.
+func (p *Proxy) CutAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+// Refuse makes new connections close as soon as they are accepted (on),
+// or be forwarded again (off).
+func (p *Proxy) Refuse(on bool) { p.refusing.Store(on) }
+
+// Delay holds every chunk for d before forwarding it, both ways (0: none).
+func (p *Proxy) Delay(d time.Duration) { p.delay.Store(int64(d)) }
+
+func (p *Proxy) wait() {
+	if d := time.Duration(p.delay.Load()); d > 0 {
+		time.Sleep(d)
+	}
 }
 
 // Start listens on a free loopback port and forwards to target.
@@ -93,6 +124,9 @@ func (p *Proxy) serve(client net.Conn) {
 	defer p.Open.Add(-1)
 	p.track(client)
 	defer p.untrack(client)
+	if p.refusing.Load() {
+		return
+	}
 	upstream, err := net.Dial("tcp", p.target)
 	if err != nil {
 		return
@@ -103,13 +137,14 @@ func (p *Proxy) serve(client net.Conn) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = io.Copy(upstream, client)
+		_, _ = io.Copy(upstream, delayed{client, p})
 		_ = upstream.(*net.TCPConn).CloseWrite()
 	}()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := upstream.Read(buf)
 		if n > 0 {
+			p.wait()
 			if p.takeCut() {
 				// The request went through and its answer started:
 				// drop both sides without passing it on.
@@ -131,6 +166,20 @@ func (p *Proxy) serve(client net.Conn) {
 	}
 	_ = client.Close()
 	<-done
+}
+
+// delayed reads from r, then waits the proxy's delay.
+type delayed struct {
+	r io.Reader
+	p *Proxy
+}
+
+func (d delayed) Read(b []byte) (int, error) {
+	n, err := d.r.Read(b)
+	if n > 0 {
+		d.p.wait()
+	}
+	return n, err
 }
 
 func (p *Proxy) takeCut() bool {
