@@ -16,7 +16,9 @@ import (
 	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/capabilities/process"
 	"github.com/trycua/cua-spacesd/spacesd/daemon"
+	"github.com/trycua/cua-spacesd/spacesd/filesvc"
 	"github.com/trycua/cua-spacesd/spacesd/mcpsvc"
+	"github.com/trycua/cua-spacesd/spacesd/relaysvc"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 	"github.com/trycua/cua-spacesd/spacesd/streamsvc"
 )
@@ -70,6 +72,11 @@ type Options struct {
 	Addr, Token string
 	// Now is the clock of the idempotency keys (nil: time.Now).
 	Now func() time.Time
+	// Relay attaches the daemon to a relay (its flags, its state dir,
+	// a fake clock); Relay.StateDir defaults to Files.StateDir.
+	Relay relaysvc.Options
+	// Files adjusts the files service (its state dir).
+	Files filesvc.Options
 }
 
 // Token returns a fresh random token.
@@ -104,7 +111,7 @@ func Start(t testing.TB, opts Options) *Daemon {
 		opts.AuthFailurePause = func(context.Context) {}
 	}
 	srv, err := daemon.New(daemon.Options{Version: "test", Auth: auth, Logger: log, Display: opts.Display, Process: opts.Process, Stream: opts.Stream,
-		AuthFailurePause: opts.AuthFailurePause, TLS: opts.TLS, MCP: opts.MCP, Now: opts.Now})
+		AuthFailurePause: opts.AuthFailurePause, TLS: opts.TLS, MCP: opts.MCP, Now: opts.Now, Relay: opts.Relay, Files: opts.Files})
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)
 	}
