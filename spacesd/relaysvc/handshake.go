@@ -22,7 +22,13 @@ import (
 
 // errGrantKeyChanged: the relay offered a grant key other than the pinned
 // one. The Space then refuses every session until a new PUT /v1/relay.
-var errGrantKeyChanged = protocol.CloseGrantKeyChanged.Err("the relay offered a grant key other than the one this Space pinned; attach again (PUT /v1/relay) to trust a new one")
+var errGrantKeyChanged = closeErr(protocol.CloseGrantKeyChanged, "the relay offered a grant key other than the one this Space pinned; attach again (PUT /v1/relay) to trust a new one")
+
+// closeErr is code's error, its reason the code's word, so that
+// protocol.CloseCodeFor answers code again.
+func closeErr(code protocol.CloseCode, msg string) error {
+	return code.Err(msg).WithReason(code.String())
+}
 
 // readWelcome reads the relay's answer to hello on the control stream and
 // checks it: a Welcome of a version hello accepts, naming the computer
@@ -36,10 +42,10 @@ func readWelcome(r *protocol.Reader, hello protocol.Hello, pinned ed25519.Public
 	switch m := m.(type) {
 	case protocol.Welcome:
 		if !hello.Accepts(m.Version) {
-			return protocol.Welcome{}, protocol.CloseUnsupportedVersion.Err(fmt.Sprintf("the relay chose version %d, this Space speaks %d to %d", m.Version, hello.MinVersion, hello.MaxVersion))
+			return protocol.Welcome{}, closeErr(protocol.CloseUnsupportedVersion, fmt.Sprintf("the relay chose version %d, this Space speaks %d to %d", m.Version, hello.MinVersion, hello.MaxVersion))
 		}
 		if hello.Computer != "" && m.Computer != hello.Computer {
-			return protocol.Welcome{}, protocol.CloseProtocolError.Err(fmt.Sprintf("the relay's token names computer %q, this Space is %q: attach again (PUT /v1/relay) to take the new name", m.Computer, hello.Computer))
+			return protocol.Welcome{}, closeErr(protocol.CloseProtocolError, fmt.Sprintf("the relay's token names computer %q, this Space is %q: attach again (PUT /v1/relay) to take the new name", m.Computer, hello.Computer))
 		}
 		if pinned != nil && !pinned.Equal(m.GrantKey) {
 			return protocol.Welcome{}, errGrantKeyChanged
@@ -48,7 +54,7 @@ func readWelcome(r *protocol.Reader, hello protocol.Hello, pinned ed25519.Public
 	case protocol.Close:
 		return protocol.Welcome{}, m.Code.Err(m.Message)
 	default:
-		return protocol.Welcome{}, protocol.CloseProtocolError.Err(fmt.Sprintf("the relay answered hello with %s, not welcome", m.FrameType()))
+		return protocol.Welcome{}, closeErr(protocol.CloseProtocolError, fmt.Sprintf("the relay answered hello with %s, not welcome", m.FrameType()))
 	}
 }
 
