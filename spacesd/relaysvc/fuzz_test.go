@@ -1,0 +1,62 @@
+package relaysvc
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"testing"
+
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/relay/protocol"
+)
+
+func frame(t testing.TB, m protocol.Message) []byte {
+	f, err := protocol.Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := protocol.AppendFrame(nil, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// FuzzReadWelcome feeds the attacher's handshake reader arbitrary bytes
+// from the relay: it never panics, every refusal has an api kind, and a
+// welcome it accepts is one the Hello accepts, of the pinned key and the
+// named computer.
+func FuzzReadWelcome(f *testing.F) {
+	key := ed25519.PublicKey(bytes.Repeat([]byte{7}, ed25519.PublicKeySize))
+	good := protocol.Welcome{Version: protocol.Version, GrantKey: key, Heartbeat: 15000, Node: "n1", Computer: "box"}
+	f.Add(frame(f, good), "box", true)
+	f.Add(frame(f, good), "", false)
+	other := good
+	other.Computer = "other"
+	f.Add(frame(f, other), "box", true)
+	f.Add(frame(f, protocol.Close{Code: protocol.CloseTokenRevoked, Message: "gone"}), "", false)
+	f.Add(frame(f, protocol.Ping{Nonce: 1}), "", false)
+	f.Add([]byte{2, 0, 0, 0, 2, '{', '}'}, "", false)
+	f.Fuzz(func(t *testing.T, b []byte, computer string, pin bool) {
+		hello := protocol.NewHello(computer, "test")
+		var pinned ed25519.PublicKey
+		if pin {
+			pinned = key
+		}
+		w, err := readWelcome(protocol.NewReader(bytes.NewReader(b)), hello, pinned)
+		if err != nil {
+			if api.AsError(err).Kind == "" {
+				t.Fatalf("an error without a kind: %v", err)
+			}
+			return
+		}
+		if !hello.Accepts(w.Version) || len(w.GrantKey) != ed25519.PublicKeySize {
+			t.Fatalf("accepted %+v", w)
+		}
+		if computer != "" && w.Computer != computer {
+			t.Fatalf("accepted computer %q for %q", w.Computer, computer)
+		}
+		if pin && !pinned.Equal(w.GrantKey) {
+			t.Fatal("accepted another grant key")
+		}
+	})
+}
