@@ -131,11 +131,11 @@ func (s *Service) initial() (*attachment, error) {
 // Routes of the relay service.
 func (s *Service) Routes() []server.Route {
 	return []server.Route{
-		{Method: http.MethodGet, Path: api.PathRelay, Handler: func(w http.ResponseWriter, r *http.Request) {
+		{Method: http.MethodGet, Path: api.PathRelay, Feature: api.FeatureRelayAttach, Handler: func(w http.ResponseWriter, r *http.Request) {
 			httpapi.WriteJSON(w, http.StatusOK, s.Status())
 		}},
-		{Method: http.MethodPut, Path: api.PathRelay, Body: server.BodyJSON, Idempotent: true, Handler: httpapi.BodyRoute(s.attach)},
-		{Method: http.MethodDelete, Path: api.PathRelay, Idempotent: true, Handler: func(w http.ResponseWriter, r *http.Request) {
+		{Method: http.MethodPut, Path: api.PathRelay, Feature: api.FeatureRelayAttach, Body: server.BodyJSON, Idempotent: true, Handler: httpapi.BodyRoute(s.attach)},
+		{Method: http.MethodDelete, Path: api.PathRelay, Feature: api.FeatureRelayAttach, Idempotent: true, Handler: func(w http.ResponseWriter, r *http.Request) {
 			res, err := s.detach()
 			httpapi.Answer(w, res, err)
 		}},
