@@ -329,3 +329,26 @@ func TestDetachStopsDialling(t *testing.T) {
 		t.Fatalf("a second DELETE: %+v %v", det, err)
 	}
 }
+
+// Check (doctor's) finds the state dir's relay reachable, refuses a
+// certificate pinned wrong, and says when nothing is configured.
+func TestCheckForDoctor(t *testing.T) {
+	t.Parallel()
+	relay := newStandIn(t)
+	dir := t.TempDir()
+	if _, err := relaysvc.Check(t.Context(), relaysvc.Options{StateDir: dir}); !errors.Is(err, relaysvc.ErrNotConfigured) {
+		t.Fatalf("an empty state dir: %v", err)
+	}
+	d := spacesdtest.Start(t, spacesdtest.Options{Relay: relaysvc.Options{StateDir: dir}})
+	attach(t, d, relay)
+	detail, err := relaysvc.Check(t.Context(), relaysvc.Options{StateDir: dir})
+	if err != nil || !strings.Contains(detail, "reachable") || !strings.Contains(detail, "computer box") {
+		t.Fatalf("Check: %q %v", detail, err)
+	}
+	tokFile := filepath.Join(t.TempDir(), "tok")
+	os.WriteFile(tokFile, []byte(relay.Token), 0o600)
+	wrong := "sha256:" + strings.Repeat("00", 32)
+	if _, err := relaysvc.Check(t.Context(), relaysvc.Options{StateDir: dir, URLs: []string{relay.URL}, TokenFile: tokFile, Fingerprint: wrong}); err == nil {
+		t.Fatal("Check trusted a certificate that is not the pinned one")
+	}
+}

@@ -91,12 +91,19 @@ func (s *Service) initial() (*attachment, error) {
 	saved, err := loadState(s.o.StateDir)
 	if err != nil {
 		// A damaged file must not stop the daemon; the flags or a PUT fix it.
-		s.o.Logger.Warn("relay: the state dir's attachment is unreadable; not attaching from it", "err", err)
+		s.logger().Warn("relay: the state dir's attachment is unreadable; not attaching from it", "err", err)
 		saved = nil
 	}
 	if len(s.o.URLs) == 0 {
 		return saved, nil
 	}
+	return s.initialFrom(saved)
+}
+
+// initialFrom is the flags' attachment, keeping what saved learnt of the
+// same relay, and kept in the state dir.
+func (s *Service) initialFrom(saved *attachment) (*attachment, error) {
+	var err error
 	a := attachment{URLs: s.o.URLs, Fingerprint: s.o.Fingerprint}
 	for _, u := range a.URLs {
 		if _, err := checkRelayURL(u); err != nil {
@@ -123,9 +130,16 @@ func (s *Service) initial() (*attachment, error) {
 		a.Computer, a.GrantKey = saved.Computer, saved.GrantKey
 	}
 	if err := saveState(s.o.StateDir, a); err != nil {
-		s.o.Logger.Warn("relay: cannot keep the attachment in the state dir", "err", err)
+		s.logger().Warn("relay: cannot keep the attachment in the state dir", "err", err)
 	}
 	return &a, nil
+}
+
+func (s *Service) logger() *slog.Logger {
+	if s.o.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.o.Logger
 }
 
 // Routes of the relay service.

@@ -74,6 +74,9 @@ func newStandIn(t *testing.T) *standIn {
 	mux := http.NewServeMux()
 	mux.HandleFunc(relayapi.PathAttach, s.attach)
 	mux.HandleFunc(relayapi.PathData, s.dataConn)
+	mux.HandleFunc(relayapi.PathHealth, func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(relayapi.Health{Relay: relayapi.RelayName, Version: "stand-in", Node: "node-1", Status: "ok"})
+	})
 	s.srv = httptest.NewUnstartedServer(mux)
 	s.srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Issue(t, "127.0.0.1")}}
 	s.srv.StartTLS()
