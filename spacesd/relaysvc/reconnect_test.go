@@ -204,3 +204,29 @@ func TestClockJumpRedialsAtOnce(t *testing.T) {
 	clock.Advance(time.Minute)
 	relay.next(t) // no Advance: at once
 }
+
+// A relay that stops answering is left after protocol.MissedHeartbeats
+// silent heartbeats, with heartbeat_timeout.
+func TestHeartbeatTimeout(t *testing.T) {
+	t.Parallel()
+	relay := newStandIn(t)
+	clock := newFakeClock()
+	d := fakeDaemon(t, clock, relaysvc.Options{})
+	attachNoWait(t, d, relay)
+	rs := relay.next(t)
+	relay.mu.Lock()
+	relay.mute = true
+	relay.mu.Unlock()
+	for range protocol.MissedHeartbeats + 1 {
+		clock.waitFor(t, "a heartbeat", isHeartbeat)
+		clock.Advance(time.Minute)
+	}
+	select {
+	case m := <-rs.frames:
+		if c, ok := m.(protocol.Close); !ok || c.Code != protocol.CloseHeartbeatTimeout {
+			t.Fatalf("the Space sent %#v", m)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the Space stayed on a silent relay")
+	}
+}

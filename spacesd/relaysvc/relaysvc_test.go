@@ -3,6 +3,7 @@ package relaysvc_test
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -350,5 +351,68 @@ func TestCheckForDoctor(t *testing.T) {
 	wrong := "sha256:" + strings.Repeat("00", 32)
 	if _, err := relaysvc.Check(t.Context(), relaysvc.Options{StateDir: dir, URLs: []string{relay.URL}, TokenFile: tokFile, Fingerprint: wrong}); err == nil {
 		t.Fatal("Check trusted a certificate that is not the pinned one")
+	}
+}
+
+// A pinned fingerprint is trust enough (no CA); a wrong one is refused.
+// Several URLs are tried in turn: a dead first one does not stop the
+// second.
+func TestPinnedFingerprintAndURLsInTurn(t *testing.T) {
+	t.Parallel()
+	relay := newStandIn(t)
+	d := spacesdtest.Start(t, spacesdtest.Options{})
+	dead := "wss://" + closedAddr(t)
+	var st api.RelayStatus
+	if err := d.Client.JSON(t.Context(), http.MethodPut, api.PathRelay, nil,
+		api.RelayAttachRequest{URLs: []string{dead, relay.URL}, Token: relay.Token, Fingerprint: relay.Fingerprint, WaitMS: 30000}, &st); err != nil {
+		t.Fatal(err)
+	}
+	if !st.Connected || st.URL != relay.URL || st.Fingerprint != relay.Fingerprint {
+		t.Fatalf("pinned, second URL: %+v", st)
+	}
+	wrong := "sha256:" + strings.Repeat("ab", 32)
+	if err := d.Client.JSON(t.Context(), http.MethodPut, api.PathRelay, nil,
+		api.RelayAttachRequest{URLs: []string{relay.URL}, Token: relay.Token, Fingerprint: wrong, WaitMS: 2000}, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Connected || !strings.Contains(st.LastError, "pinned") {
+		t.Fatalf("a wrong pin: %+v", st)
+	}
+}
+
+// closedAddr is a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// Bad PUT bodies are invalid_argument, and change nothing.
+func TestAttachRefusesBadRequests(t *testing.T) {
+	t.Parallel()
+	relay := newStandIn(t)
+	d := spacesdtest.Start(t, spacesdtest.Options{})
+	user, _ := protocol.NewToken(protocol.TokenUser)
+	for name, req := range map[string]api.RelayAttachRequest{
+		"no url":          {Token: relay.Token},
+		"https url":       {URLs: []string{"https://relay.example"}, Token: relay.Token},
+		"no token":        {URLs: []string{relay.URL}},
+		"a typo":          {URLs: []string{relay.URL}, Token: relay.Token[:len(relay.Token)-1] + "x"},
+		"a user token":    {URLs: []string{relay.URL}, Token: user},
+		"bad fingerprint": {URLs: []string{relay.URL}, Token: relay.Token, Fingerprint: "sha256:zz"},
+		"bad CA":          {URLs: []string{relay.URL}, Token: relay.Token, CAPEM: "not pem"},
+		"negative wait":   {URLs: []string{relay.URL}, Token: relay.Token, WaitMS: -1},
+	} {
+		err := d.Client.JSON(t.Context(), http.MethodPut, api.PathRelay, nil, req, nil)
+		if api.KindOf(err) != api.KindInvalidArgument {
+			t.Errorf("%s: %v, want invalid_argument", name, err)
+		}
+	}
+	if st := status(t, d); st.Attached {
+		t.Fatalf("a refused PUT attached: %+v", st)
 	}
 }

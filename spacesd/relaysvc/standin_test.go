@@ -38,13 +38,16 @@ type standIn struct {
 	srv   *httptest.Server
 	URL   string // wss://127.0.0.1:PORT
 	CAPEM string
-	Token string // the computer token it accepts
+	// Fingerprint is its certificate's, for a Space that pins it.
+	Fingerprint string
+	Token       string // the computer token it accepts
 
 	mu        sync.Mutex
 	key       ed25519.PrivateKey
 	computer  string
 	heartbeat time.Duration
 	refuse    int // while set, /v1/attach answers this status
+	mute      bool // while set, pings get no pong
 	bearers   []string
 	hellos    []protocol.Hello
 	cur       *relaySession
@@ -82,6 +85,7 @@ func newStandIn(t *testing.T) *standIn {
 	s.srv.StartTLS()
 	t.Cleanup(s.srv.Close)
 	s.URL = "wss://" + s.srv.Listener.Addr().String()
+	s.Fingerprint = api.CertFingerprint(s.srv.TLS.Certificates[0].Certificate[0])
 	s.CAPEM = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw}))
 	return s
 }
@@ -154,7 +158,12 @@ func (s *standIn) attach(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			if p, ok := m.(protocol.Ping); ok {
-				_ = rs.w.WriteMessage(protocol.Pong(p))
+				s.mu.Lock()
+				mute := s.mute
+				s.mu.Unlock()
+				if !mute {
+					_ = rs.w.WriteMessage(protocol.Pong(p))
+				}
 				continue
 			}
 			rs.frames <- m
