@@ -264,6 +264,9 @@ func (a *attacher) session(ctx context.Context, url string, att attachment, conn
 		return err
 	}
 	defer sess.Close()
+	// A detach during the handshake must not wait for its deadlines.
+	stopClose := context.AfterFunc(ctx, func() { _ = sess.Close() })
+	defer stopClose()
 	ctrl, err := sess.Open()
 	if err != nil {
 		return api.Errorf(api.KindRelay, "open the control stream: %w", err)
@@ -287,6 +290,9 @@ func (a *attacher) session(ctx context.Context, url string, att attachment, conn
 		return err
 	}
 	_ = ctrl.SetReadDeadline(time.Time{})
+	if !stopClose() {
+		return ctx.Err() // detached meanwhile
+	}
 	if pinned == nil || att.Computer != welcome.Computer {
 		a.learn(welcome.Computer, welcome.GrantKey)
 	}

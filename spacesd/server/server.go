@@ -616,6 +616,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if err != nil {
 		_ = srv.Close()
 	}
+	// Shutdown closed it unless its Serve had not started yet: a service
+	// handing over a connection must not wait for it past this point.
+	s.relayed.Close()
 	hardStop(ErrShutdown)
 	s.closeServices()
 	if errors.Is(err, context.DeadlineExceeded) {
