@@ -22,9 +22,7 @@ import (
 // attach is PUT /v1/relay with the daemon's token.
 func attach(t *testing.T, d *spacesdtest.Daemon, relay *standIn) api.RelayStatus {
 	t.Helper()
-	var st api.RelayStatus
-	err := d.Client.JSON(t.Context(), http.MethodPut, api.PathRelay, nil,
-		api.RelayAttachRequest{URLs: []string{relay.URL}, Token: relay.Token, CAPEM: relay.CAPEM, WaitMS: 30000}, &st)
+	st, err := d.AttachRelay(t.Context(), api.RelayAttachRequest{URLs: []string{relay.URL}, Token: relay.Token, CAPEM: relay.CAPEM, WaitMS: 30000})
 	if err != nil {
 		t.Fatalf("PUT /v1/relay: %v", err)
 	}
@@ -33,8 +31,8 @@ func attach(t *testing.T, d *spacesdtest.Daemon, relay *standIn) api.RelayStatus
 
 func status(t *testing.T, d *spacesdtest.Daemon) api.RelayStatus {
 	t.Helper()
-	var st api.RelayStatus
-	if err := d.Client.JSON(t.Context(), http.MethodGet, api.PathRelay, nil, nil, &st); err != nil {
+	st, err := d.RelayStatus(t.Context())
+	if err != nil {
 		t.Fatalf("GET /v1/relay: %v", err)
 	}
 	return st

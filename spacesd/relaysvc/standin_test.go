@@ -46,7 +46,7 @@ type standIn struct {
 	key       ed25519.PrivateKey
 	computer  string
 	heartbeat time.Duration
-	refuse    int // while set, /v1/attach answers this status
+	refuse    int  // while set, /v1/attach answers this status
 	mute      bool // while set, pings get no pong
 	bearers   []string
 	hellos    []protocol.Hello

@@ -10,9 +10,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"testing"
 	"time"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/capabilities/process"
 	"github.com/trycua/cua-spacesd/spacesd/daemon"
@@ -144,4 +146,19 @@ func Start(t testing.TB, opts Options) *Daemon {
 		t.Fatalf("client: %v", err)
 	}
 	return &Daemon{URL: url, Token: tok, Client: c, Server: srv, Auth: auth, stop: stop}
+}
+
+// RelayStatus is the daemon's relay attachment (GET /v1/relay).
+func (d *Daemon) RelayStatus(ctx context.Context) (api.RelayStatus, error) {
+	var st api.RelayStatus
+	err := d.Client.JSON(ctx, http.MethodGet, api.PathRelay, nil, nil, &st)
+	return st, err
+}
+
+// AttachRelay attaches the daemon to a relay (PUT /v1/relay) and answers
+// its status once attached or req.WaitMS passed.
+func (d *Daemon) AttachRelay(ctx context.Context, req api.RelayAttachRequest) (api.RelayStatus, error) {
+	var st api.RelayStatus
+	err := d.Client.JSON(ctx, http.MethodPut, api.PathRelay, nil, req, &st)
+	return st, err
 }
