@@ -54,6 +54,8 @@ type attacher struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	conns  map[*streamConn]struct{}
+	// closed: the service closed; start is a no-op from then on.
+	closed bool
 
 	wg    sync.WaitGroup // every goroutine, for Close
 	dials atomic.Int64   // attach dials tried (tests, doctor)
@@ -96,6 +98,11 @@ func (a *attacher) start(att attachment) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		cancel()
+		return
+	}
 	a.att, a.cancel, a.done = &att, cancel, done
 	a.mu.Unlock()
 	a.update(func(st *api.RelayStatus) { *st = api.RelayStatus{} })
@@ -121,6 +128,15 @@ func (a *attacher) stop() bool {
 	a.closeConns(func(*streamConn) bool { return true })
 	a.update(func(st *api.RelayStatus) { st.Connected, st.ConnectedSinceMS = false, 0 })
 	return was
+}
+
+// close stops the attacher for good and waits for its goroutines.
+func (a *attacher) close() {
+	a.mu.Lock()
+	a.closed = true
+	a.mu.Unlock()
+	a.stop()
+	a.wg.Wait()
 }
 
 // current is a copy of the attachment (ok false once detached).

@@ -414,3 +414,33 @@ func TestAttachRefusesBadRequests(t *testing.T) {
 		t.Fatalf("a refused PUT attached: %+v", st)
 	}
 }
+
+// PUT and DELETE /v1/relay called through the relay itself (an owner's
+// grant) answer before the session that carries them is replaced or ends.
+func TestAttachAndDetachThroughTheRelay(t *testing.T) {
+	t.Parallel()
+	relay := newStandIn(t)
+	d := spacesdtest.Start(t, spacesdtest.Options{})
+	attach(t, d, relay)
+	rs := relay.next(t)
+	owner := relayClient(t, relay, rs, "u-owner")
+	var st api.RelayStatus
+	if err := owner.JSON(t.Context(), http.MethodPut, api.PathRelay, nil,
+		api.RelayAttachRequest{URLs: []string{relay.URL}, Token: relay.Token, CAPEM: relay.CAPEM}, &st); err != nil || !st.Attached {
+		t.Fatalf("PUT through the relay: %+v %v", st, err)
+	}
+	rs2 := relay.next(t)
+	eventually(t, "re-attached", func() bool { return status(t, d).Connected })
+	var det api.RelayDetached
+	if err := relayClient(t, relay, rs2, "u-owner").JSON(t.Context(), http.MethodDelete, api.PathRelay, nil, nil, &det); err != nil || !det.Detached {
+		t.Fatalf("DELETE through the relay: %+v %v", det, err)
+	}
+	select {
+	case <-rs2.ended:
+	case <-time.After(time.Minute):
+		t.Fatal("the session outlived a detach through it")
+	}
+	if st := status(t, d); st.Attached {
+		t.Fatalf("still attached: %+v", st)
+	}
+}

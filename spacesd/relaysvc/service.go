@@ -10,11 +10,14 @@ package relaysvc
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
@@ -148,11 +151,8 @@ func (s *Service) Routes() []server.Route {
 		{Method: http.MethodGet, Path: api.PathRelay, Feature: api.FeatureRelayAttach, Handler: func(w http.ResponseWriter, r *http.Request) {
 			httpapi.WriteJSON(w, http.StatusOK, s.Status())
 		}},
-		{Method: http.MethodPut, Path: api.PathRelay, Feature: api.FeatureRelayAttach, Body: server.BodyJSON, Idempotent: true, Handler: httpapi.BodyRoute(s.attach)},
-		{Method: http.MethodDelete, Path: api.PathRelay, Feature: api.FeatureRelayAttach, Idempotent: true, Handler: func(w http.ResponseWriter, r *http.Request) {
-			res, err := s.detach()
-			httpapi.Answer(w, res, err)
-		}},
+		{Method: http.MethodPut, Path: api.PathRelay, Feature: api.FeatureRelayAttach, Body: server.BodyJSON, Idempotent: true, Handler: s.handleAttach},
+		{Method: http.MethodDelete, Path: api.PathRelay, Feature: api.FeatureRelayAttach, Idempotent: true, Handler: s.handleDetach},
 	}
 }
 
@@ -172,34 +172,102 @@ func (s *Service) ReportCapabilities(c *api.Capabilities) {
 }
 
 // Close detaches for the hard stop (the state dir keeps the attachment).
-func (s *Service) Close() {
-	s.att.stop()
-	s.att.wg.Wait()
-}
+func (s *Service) Close() { s.att.close() }
 
 // Status is the attachment's state (GET /v1/relay).
 func (s *Service) Status() api.RelayStatus { return s.att.status() }
 
-// attach is PUT /v1/relay: check the request, keep it, (re)attach, and wait
-// a little for the first session.
-func (s *Service) attach(r *http.Request, req api.RelayAttachRequest) (api.RelayStatus, error) {
+// handleAttach is PUT /v1/relay: check the request, keep it, (re)attach,
+// and wait a little for the first session. Called through the relay, the
+// session it replaces is the one carrying the call: it answers at once
+// (connected false; GET /v1/relay tells when the new one is up), and
+// re-attaches once the answer has left.
+func (s *Service) handleAttach(w http.ResponseWriter, r *http.Request) {
+	req, err := httpapi.DecodeBody[api.RelayAttachRequest](r)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	a, wait, err := s.prepare(req)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	if viaRelay(r) {
+		answerThen(w, api.RelayStatus{Attached: true, URLs: a.URLs, Fingerprint: a.Fingerprint}, func() { s.att.start(a) }, &s.att.wg)
+		return
+	}
+	s.att.start(a)
+	httpapi.WriteJSON(w, http.StatusOK, s.att.waitConnected(r.Context(), wait))
+}
+
+// handleDetach is DELETE /v1/relay; through the relay it answers before
+// the session carrying it ends.
+func (s *Service) handleDetach(w http.ResponseWriter, r *http.Request) {
+	if viaRelay(r) {
+		if _, ok := s.att.current(); !ok {
+			httpapi.WriteJSON(w, http.StatusOK, api.RelayDetached{})
+			return
+		}
+		answerThen(w, api.RelayDetached{Detached: true}, func() {
+			if _, err := s.detach(); err != nil {
+				s.logger().Warn("relay: detach", "err", err)
+			}
+		}, &s.att.wg)
+		return
+	}
+	res, err := s.detach()
+	httpapi.Answer(w, res, err)
+}
+
+// viaRelay reports whether r came through the relay.
+func viaRelay(r *http.Request) bool {
+	p := server.CallerOf(r.Context()).Principal
+	return p != nil && p.Via == server.ViaRelay
+}
+
+// answerThen answers v whole (a length, not chunks), flushes it onto the
+// connection, and only then runs then: what then ends may be the
+// connection that carries the answer.
+func answerThen(w http.ResponseWriter, v any, then func(), wg *sync.WaitGroup) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
+	b = append(b, '\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+	_ = http.NewResponseController(w).Flush()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		then()
+	}()
+}
+
+// prepare checks a PUT's request and keeps it in the state dir: the
+// attachment to start, and how long the call may wait for it.
+func (s *Service) prepare(req api.RelayAttachRequest) (attachment, time.Duration, error) {
 	if len(req.URLs) == 0 {
-		return api.RelayStatus{}, api.Errorf(api.KindInvalidArgument, "urls: name at least one wss:// URL of the relay")
+		return attachment{}, 0, api.Errorf(api.KindInvalidArgument, "urls: name at least one wss:// URL of the relay")
 	}
 	for _, u := range req.URLs {
 		if _, err := checkRelayURL(u); err != nil {
-			return api.RelayStatus{}, err
+			return attachment{}, 0, err
 		}
 	}
 	kind, err := protocol.ParseToken(req.Token)
 	if err != nil {
-		return api.RelayStatus{}, err
+		return attachment{}, 0, err
 	}
 	if kind != protocol.TokenComputer {
-		return api.RelayStatus{}, api.Errorf(api.KindInvalidArgument, "token: a %s_ token, want a computer token (%s_)", kind, protocol.TokenComputer)
+		return attachment{}, 0, api.Errorf(api.KindInvalidArgument, "token: a %s_ token, want a computer token (%s_)", kind, protocol.TokenComputer)
 	}
 	if req.WaitMS < 0 {
-		return api.RelayStatus{}, api.Errorf(api.KindInvalidArgument, "wait_ms: %d is negative", req.WaitMS)
+		return attachment{}, 0, api.Errorf(api.KindInvalidArgument, "wait_ms: %d is negative", req.WaitMS)
 	}
 	wait := DefaultAttachWait
 	if req.WaitMS > 0 {
@@ -207,23 +275,22 @@ func (s *Service) attach(r *http.Request, req api.RelayAttachRequest) (api.Relay
 	}
 	a := attachment{URLs: req.URLs, Fingerprint: strings.TrimSpace(req.Fingerprint), CAPEM: req.CAPEM}
 	if _, err := tlsConfig(a); err != nil {
-		return api.RelayStatus{}, err
+		return attachment{}, 0, err
 	}
 	// A PUT is the owner's deliberate word: the name and the grant key
 	// are learnt again from the next welcome.
 	if s.o.StateDir != "" {
 		a.TokenPath = filepath.Join(s.o.StateDir, TokenFile)
 		if err := writeAtomic(a.TokenPath, []byte(req.Token+"\n")); err != nil {
-			return api.RelayStatus{}, api.Errorf(api.KindIO, "keep the relay token: %w", err)
+			return attachment{}, 0, api.Errorf(api.KindIO, "keep the relay token: %w", err)
 		}
 		if err := saveState(s.o.StateDir, a); err != nil {
-			return api.RelayStatus{}, api.Errorf(api.KindIO, "keep the relay attachment: %w", err)
+			return attachment{}, 0, api.Errorf(api.KindIO, "keep the relay attachment: %w", err)
 		}
 	} else {
 		a.token = req.Token
 	}
-	s.att.start(a)
-	return s.att.waitConnected(r.Context(), wait), nil
+	return a, wait, nil
 }
 
 // detach is DELETE /v1/relay: stop dialing and forget the relay.
