@@ -59,6 +59,23 @@ type attacher struct {
 
 	wg    sync.WaitGroup // every goroutine, for Close
 	dials atomic.Int64   // attach dials tried (tests, doctor)
+
+	// Counters (nil-safe: a bare attacher in a test has none).
+	streams, refused server.Counter
+}
+
+// Metric names of relay_attach.
+const (
+	metricDials          = "cua_spacesd_relay_dials_total"
+	metricStreams        = "cua_spacesd_relay_streams_total"
+	metricGrantsRefused  = "cua_spacesd_relay_streams_refused_total"
+	metricRelayConnected = "cua_spacesd_relay_connected"
+)
+
+func count(c server.Counter) {
+	if c != nil {
+		c.Add(1)
+	}
 }
 
 func newAttacher(o Options, serve func(net.Conn, server.Principal) error) *attacher {
@@ -453,16 +470,19 @@ func (a *attacher) serveStream(c net.Conn, key ed25519.PublicKey, computer strin
 	}
 	if err != nil {
 		a.log.Warn("relay: stream refused: bad header", "err", err)
+		count(a.refused)
 		_ = c.Close()
 		return
 	}
 	g, err := protocol.VerifyGrant(key, h.Grant, computer, a.o.Now())
 	if err != nil {
 		a.log.Warn("relay: stream refused: grant", "err", err)
+		count(a.refused)
 		_ = c.Close()
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
+	count(a.streams)
 	sc := &streamConn{Conn: c, a: a, person: g.Person, role: g.Role}
 	if !a.track(sc) {
 		_ = c.Close()

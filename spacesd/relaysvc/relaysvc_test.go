@@ -3,6 +3,7 @@ package relaysvc_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -156,6 +157,16 @@ func TestBadGrantClosesTheStream(t *testing.T) {
 		if code != tc.want {
 			t.Errorf("%s: answered %d (%v), want %d", tc.name, code, err, tc.want)
 		}
+	}
+	// The refusals are counted.
+	resp, err := d.Client.Do(t.Context(), http.MethodGet, api.PathMetrics, nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(b), "cua_spacesd_relay_streams_refused_total 3") {
+		t.Errorf("metrics do not count 3 refused streams:\n%s", b)
 	}
 }
 

@@ -78,6 +78,16 @@ func New(o Options) server.NewService {
 			o.Logger = slog.New(slog.DiscardHandler)
 		}
 		s := &Service{o: o, att: newAttacher(o, h.ServeConn)}
+		if h.Metrics != nil {
+			s.att.streams, s.att.refused = h.Metrics.Counter(metricStreams), h.Metrics.Counter(metricGrantsRefused)
+			h.Metrics.Gauge(metricDials, func() float64 { return float64(s.att.dials.Load()) })
+			h.Metrics.Gauge(metricRelayConnected, func() float64 {
+				if s.Status().Connected {
+					return 1
+				}
+				return 0
+			})
+		}
 		att, err := s.initial()
 		if err != nil {
 			return nil, err
