@@ -56,6 +56,9 @@ type attacher struct {
 	conns  map[*streamConn]struct{}
 	// closed: the service closed; start is a no-op from then on.
 	closed bool
+	// refused: the last try was refused in a way a quick retry does not
+	// fix (the token); a PUT stops waiting then.
+	tokenRefused bool
 
 	wg    sync.WaitGroup // every goroutine, for Close
 	dials atomic.Int64   // attach dials tried (tests, doctor)
@@ -120,7 +123,7 @@ func (a *attacher) start(att attachment) {
 		cancel()
 		return
 	}
-	a.att, a.cancel, a.done = &att, cancel, done
+	a.att, a.cancel, a.done, a.tokenRefused = &att, cancel, done, false
 	a.mu.Unlock()
 	a.update(func(st *api.RelayStatus) { *st = api.RelayStatus{} })
 	a.wg.Add(1)
@@ -189,9 +192,9 @@ func (a *attacher) waitConnected(ctx context.Context, d time.Duration) api.Relay
 	defer t.Stop()
 	for {
 		a.mu.Lock()
-		wake, st, done := a.wake, a.st, a.done
+		wake, st, done, refused := a.wake, a.st, a.done, a.tokenRefused
 		a.mu.Unlock()
-		if st.Connected || done == nil {
+		if st.Connected || done == nil || refused {
 			return a.status()
 		}
 		select {
@@ -221,12 +224,12 @@ func (a *attacher) loop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		a.failed(err)
+		var refused *dialRefusedError
+		a.failed(err, errors.As(err, &refused) && refused.tokenRefused())
 		if connectedFor >= HealthyReset {
 			b.reset()
 		}
 		var wait time.Duration
-		var refused *dialRefusedError
 		var goAway *goAwayError
 		switch {
 		case errors.Is(err, errGrantKeyChanged):
@@ -253,8 +256,9 @@ func (a *attacher) loop(ctx context.Context) {
 }
 
 // failed records why the last session ended or dial failed.
-func (a *attacher) failed(err error) {
+func (a *attacher) failed(err error, tokenRefused bool) {
 	a.update(func(st *api.RelayStatus) {
+		a.tokenRefused = tokenRefused // under a.mu, as update runs f
 		st.Connected, st.ConnectedSinceMS = false, 0
 		st.LastError, st.LastErrorMS = err.Error(), a.clock.Now().UnixMilli()
 	})
