@@ -506,15 +506,48 @@ type streamConn struct {
 	person string
 	role   protocol.Role
 	once   sync.Once
+	closed atomic.Bool
 }
 
+// Close ends the connection both ways. A yamux stream's Close is a half
+// close (the peer may still write, and a Read still reads): a kicked
+// person's next request must not be read, let alone served, so reads end
+// here too, a blocked one at once (a deadline in the past).
 func (c *streamConn) Close() error {
 	c.once.Do(func() {
+		c.closed.Store(true)
+		_ = c.Conn.SetReadDeadline(time.Unix(1, 0))
 		c.a.mu.Lock()
 		delete(c.a.conns, c)
 		c.a.mu.Unlock()
 	})
 	return c.Conn.Close()
+}
+
+func (c *streamConn) Read(p []byte) (int, error) {
+	if c.closed.Load() {
+		return 0, net.ErrClosed
+	}
+	n, err := c.Conn.Read(p)
+	if c.closed.Load() {
+		return 0, net.ErrClosed
+	}
+	return n, err
+}
+
+// SetReadDeadline leaves a closed connection's past deadline alone.
+func (c *streamConn) SetReadDeadline(t time.Time) error {
+	if c.closed.Load() {
+		return nil
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *streamConn) SetDeadline(t time.Time) error {
+	if err := c.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.Conn.SetWriteDeadline(t)
 }
 
 // track adds c, unless detached meanwhile.

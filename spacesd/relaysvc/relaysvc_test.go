@@ -3,6 +3,7 @@ package relaysvc_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -201,6 +202,20 @@ func TestKickClosesThatPersonsConnections(t *testing.T) {
 	}
 	if code, err := get(b, api.PathRelay); code != 200 {
 		t.Errorf("bob's connection after alice's kick: %d %v", code, err)
+	}
+	// A request the relay still sends on a kicked connection is not
+	// served (a yamux close is a half close: the Space must stop reading).
+	marker := filepath.Join(t.TempDir(), "ran")
+	body := `{"shell":"touch ` + marker + `"}`
+	_, _ = fmt.Fprintf(a1, "POST %s HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", api.PathExec, len(body), body)
+	// Bob's exec, sent after, ran: alice's would have run by then.
+	bobc := relayClient(t, relay, rs, "u-bob")
+	if _, err := bobc.Exec(t.Context(), api.ExecRequest{Command: api.Command{Shell: "true"}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a request sent on a kicked connection was served")
 	}
 }
 
