@@ -103,7 +103,9 @@ func (relayAddr) String() string  { return "relay" }
 // ServeConn serves HTTP/1.1 on c as calls of p, until c closes, a
 // rotation of the token ends it, or the server stops. It returns once
 // the server took c (it blocks while Serve has not started), or with
-// ErrShutdown, c closed, when the server has stopped.
+// ErrShutdown, c closed, when the server has stopped. c's Close must end
+// it both ways (a multiplexed stream whose Close is a half close must stop
+// reading too), or a rotation would leave its next request served.
 func (s *Server) ServeConn(c net.Conn, p Principal) error {
 	if p.Person == "" || p.Role == "" {
 		_ = c.Close()
