@@ -112,16 +112,22 @@ func (a *attacher) status() api.RelayStatus {
 }
 
 // start (re)attaches with att: the loop of a previous attachment ends
-// first, its sessions and relayed connections with it.
-func (a *attacher) start(att attachment) {
+// first, its sessions and relayed connections with it; then persist (if
+// any) keeps att, so that no session of the old one writes after it.
+func (a *attacher) start(att attachment, persist func(*attachment) error) error {
 	a.stop()
+	if persist != nil {
+		if err := persist(&att); err != nil {
+			return err
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
 		cancel()
-		return
+		return nil
 	}
 	a.att, a.cancel, a.done, a.tokenRefused = &att, cancel, done, false
 	a.mu.Unlock()
@@ -132,6 +138,7 @@ func (a *attacher) start(att attachment) {
 		defer close(done)
 		a.loop(ctx)
 	}()
+	return nil
 }
 
 // stop ends the current loop, if any, and waits for it; the attachment

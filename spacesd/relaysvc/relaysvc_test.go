@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -256,7 +257,7 @@ func TestOpenDataServesTheDataConnection(t *testing.T) {
 func TestChangedGrantKeyRefused(t *testing.T) {
 	t.Parallel()
 	relay := newStandIn(t)
-	d := spacesdtest.Start(t, spacesdtest.Options{})
+	d := spacesdtest.Start(t, spacesdtest.Options{Logger: debugLogger()})
 	first := attach(t, d, relay)
 	rs := relay.next(t)
 	relay.setKey(newKey(t))
@@ -469,4 +470,12 @@ func TestAttachAndDetachThroughTheRelay(t *testing.T) {
 	if st := status(t, d); st.Attached {
 		t.Fatalf("still attached: %+v", st)
 	}
+}
+
+// debugLogger shows the daemon's log when RELAY_DEBUG is set.
+func debugLogger() *slog.Logger {
+	if os.Getenv("RELAY_DEBUG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

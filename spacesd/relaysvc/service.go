@@ -93,7 +93,7 @@ func New(o Options) server.NewService {
 			return nil, err
 		}
 		if att != nil {
-			s.att.start(*att)
+			_ = s.att.start(*att, nil)
 		}
 		return s, nil
 	}
@@ -203,11 +203,19 @@ func (s *Service) handleAttach(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, err)
 		return
 	}
+	persist := func(a *attachment) error { return s.persist(a, req.Token) }
 	if viaRelay(r) {
-		answerThen(w, api.RelayStatus{Attached: true, URLs: a.URLs, Fingerprint: a.Fingerprint}, func() { s.att.start(a) }, &s.att.wg)
+		answerThen(w, api.RelayStatus{Attached: true, URLs: a.URLs, Fingerprint: a.Fingerprint}, func() {
+			if err := s.att.start(a, persist); err != nil {
+				s.logger().Error("relay: cannot keep the new attachment; detached", "err", err)
+			}
+		}, &s.att.wg)
 		return
 	}
-	s.att.start(a)
+	if err := s.att.start(a, persist); err != nil {
+		httpapi.WriteError(w, err)
+		return
+	}
 	httpapi.WriteJSON(w, http.StatusOK, s.att.waitConnected(r.Context(), wait))
 }
 
@@ -283,24 +291,30 @@ func (s *Service) prepare(req api.RelayAttachRequest) (attachment, time.Duration
 	if req.WaitMS > 0 {
 		wait = min(time.Duration(req.WaitMS)*time.Millisecond, MaxAttachWait)
 	}
+	// A PUT is the owner's deliberate word: the name and the grant key
+	// are learnt again from the next welcome.
 	a := attachment{URLs: req.URLs, Fingerprint: strings.TrimSpace(req.Fingerprint), CAPEM: req.CAPEM}
 	if _, err := tlsConfig(a); err != nil {
 		return attachment{}, 0, err
 	}
-	// A PUT is the owner's deliberate word: the name and the grant key
-	// are learnt again from the next welcome.
-	if s.o.StateDir != "" {
-		a.TokenPath = filepath.Join(s.o.StateDir, TokenFile)
-		if err := writeAtomic(a.TokenPath, []byte(req.Token+"\n")); err != nil {
-			return attachment{}, 0, api.Errorf(api.KindIO, "keep the relay token: %w", err)
-		}
-		if err := saveState(s.o.StateDir, a); err != nil {
-			return attachment{}, 0, api.Errorf(api.KindIO, "keep the relay attachment: %w", err)
-		}
-	} else {
-		a.token = req.Token
-	}
 	return a, wait, nil
+}
+
+// persist keeps a PUT's attachment and token in the state dir (the token
+// in memory only without one), once the previous attachment has stopped.
+func (s *Service) persist(a *attachment, token string) error {
+	if s.o.StateDir == "" {
+		a.token = token
+		return nil
+	}
+	a.TokenPath = filepath.Join(s.o.StateDir, TokenFile)
+	if err := writeAtomic(a.TokenPath, []byte(token+"\n")); err != nil {
+		return api.Errorf(api.KindIO, "keep the relay token: %w", err)
+	}
+	if err := saveState(s.o.StateDir, *a); err != nil {
+		return api.Errorf(api.KindIO, "keep the relay attachment: %w", err)
+	}
+	return nil
 }
 
 // detach is DELETE /v1/relay: stop dialing and forget the relay.
