@@ -89,7 +89,7 @@ func serveWith(ctx context.Context, args []string, stdout, stderr io.Writer, def
 	xvfb := fs.Bool("xvfb", false, "without a display, start a private Xvfb + openbox for the desktop features")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	mcpConfig := fs.String("mcp-config", "", "file declaring the image's MCP services (JSON, mcpServers), reached through the mcp tools list_tools and call_tool")
-	stateDir := fs.String("state-dir", filesvc.DefaultStateDir(), "where unfinished uploads and temp files are recorded, to survive a restart, and the --tls-self-signed pair is kept (\"\" = nowhere)")
+	stateDir := fs.String("state-dir", filesvc.DefaultStateDir(), "where unfinished uploads and temp files are recorded, to survive a restart, the --tls-self-signed pair is kept, and the relay attachment (\"\" = nowhere)")
 	var po process.Options
 	fs.StringVar(&po.Containment, "containment", process.ContainmentAuto,
 		"auto: each process tree in a cgroup of its own where cgroups are writable; off: process groups only")
@@ -99,7 +99,12 @@ func serveWith(ctx context.Context, args []string, stdout, stderr io.Writer, def
 	fs.Func("children-memory-max", "memory all process trees together may use (default: RAM less the larger of 512M and RAM/8)", limitFlag(&po.ChildrenMemoryMax, cgroup.ParseSize))
 	media := mediaFlags(fs, defaultMediaPort)
 	tlsf := newTLSFlags(fs)
+	relayf := newRelayFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := relayf.check(); err != nil {
+		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
 		return 2
 	}
 	if err := tlsf.check(); err != nil {
@@ -169,7 +174,8 @@ func serveWith(ctx context.Context, args []string, stdout, stderr io.Writer, def
 		return 1
 	}
 	srv, err := daemon.New(daemon.Options{Version: version, Auth: auth, Logger: log, Display: *display, Xauthority: xauthority,
-		Process: po, Files: filesvc.Options{StateDir: *stateDir}, Stream: media.options(addr, ln.Addr().(*net.TCPAddr).Port), TLS: tlsConfig, MCP: mcpOpts})
+		Process: po, Files: filesvc.Options{StateDir: *stateDir}, Stream: media.options(addr, ln.Addr().(*net.TCPAddr).Port), TLS: tlsConfig, MCP: mcpOpts,
+		Relay: relayf.options(*stateDir, version)})
 	if err != nil {
 		ln.Close()
 		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)

@@ -86,3 +86,18 @@ func TestLimitFlags(t *testing.T) {
 		t.Errorf("memory flag 2G = %d, %v", mem, err)
 	}
 }
+
+// Relay flags that do not go together are refused before anything starts.
+func TestServeRefusesBadRelayFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--relay", "wss://relay.example"},
+		{"--relay-token-file", "/tmp/tok"},
+		{"--relay-fingerprint", "sha256:00"},
+		{"--relay-ca", "/tmp/ca.pem"},
+	} {
+		var stderr bytes.Buffer
+		if code := run(append([]string{"serve"}, args...), &stderr, &stderr); code != 2 || !strings.Contains(stderr.String(), "relay") {
+			t.Errorf("serve %v: exit %d, want 2 (%s)", args, code, stderr.String())
+		}
+	}
+}

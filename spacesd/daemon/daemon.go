@@ -19,6 +19,7 @@ import (
 	"github.com/trycua/cua-spacesd/spacesd/filesvc"
 	"github.com/trycua/cua-spacesd/spacesd/mcpsvc"
 	"github.com/trycua/cua-spacesd/spacesd/procsvc"
+	"github.com/trycua/cua-spacesd/spacesd/relaysvc"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 	"github.com/trycua/cua-spacesd/spacesd/streamsvc"
 )
@@ -51,6 +52,10 @@ type Options struct {
 	// Now is the clock of the idempotency keys (server.Config); nil is
 	// time.Now.
 	Now func() time.Time
+	// Relay attaches the Space to a cua-relay (relay_attach): the --relay
+	// flags, and the state dir the attachment is kept in (default
+	// Files.StateDir).
+	Relay relaysvc.Options
 }
 
 // New builds the daemon's server with every service.
@@ -78,6 +83,15 @@ func New(o Options) (*server.Server, error) {
 		Logger:     o.Logger.With("capability", "desktop"),
 		Launcher:   appLauncher{procs},
 	})
+	if o.Relay.StateDir == "" {
+		o.Relay.StateDir = o.Files.StateDir
+	}
+	if o.Relay.Version == "" {
+		o.Relay.Version = o.Version
+	}
+	if o.Relay.Logger == nil {
+		o.Relay.Logger = o.Logger.With("capability", "relay")
+	}
 	return server.New(server.Config{
 		Version: o.Version,
 		Auth:    o.Auth,
@@ -100,6 +114,9 @@ func New(o Options) (*server.Server, error) {
 			// Last, so it closes first: its stdio services are processes
 			// of procs, stopped gently before the manager kills the rest.
 			mcpsvc.New(procs, o.MCP),
+			// The relay's streams are served by the server like its
+			// listener's; the attacher itself stops when it closes.
+			relaysvc.New(o.Relay),
 		},
 	})
 }

@@ -5,11 +5,11 @@ package doctor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +23,7 @@ import (
 	"github.com/trycua/cua-spacesd/capabilities/process"
 	"github.com/trycua/cua-spacesd/internal/cgroup"
 	"github.com/trycua/cua-spacesd/spacesd/filesvc"
+	"github.com/trycua/cua-spacesd/spacesd/relaysvc"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 )
 
@@ -65,6 +66,9 @@ type Options struct {
 	TokenFile string
 	Display   string
 	RelayURL  string
+	// RelayTokenFile, RelayFingerprint and RelayCA are serve's --relay-*
+	// flags; without RelayURL the state dir's attachment is checked.
+	RelayTokenFile, RelayFingerprint, RelayCA string
 	// StateDir holds the daemon's --tls-self-signed pair, if any.
 	StateDir string
 }
@@ -112,7 +116,10 @@ func Main(args []string, stdout, stderr io.Writer, version string) int {
 	var o Options
 	fs.StringVar(&o.TokenFile, "token-file", "", "token file the daemon will use")
 	fs.StringVar(&o.Display, "display", os.Getenv("DISPLAY"), "X display for the desktop features")
-	fs.StringVar(&o.RelayURL, "relay", os.Getenv("CUA_RELAY_URL"), "relay URL to check reachability of")
+	fs.StringVar(&o.RelayURL, "relay", os.Getenv("CUA_RELAY_URL"), "relay URL(s) to check, as serve's --relay (default: the state dir's attachment)")
+	fs.StringVar(&o.RelayTokenFile, "relay-token-file", "", "with --relay: the computer token file")
+	fs.StringVar(&o.RelayFingerprint, "relay-fingerprint", "", "with --relay: the relay certificate's sha256:... fingerprint")
+	fs.StringVar(&o.RelayCA, "relay-ca", "", "with --relay: PEM CAs of the relay's certificate")
 	fs.StringVar(&o.StateDir, "state-dir", filesvc.DefaultStateDir(), "the daemon's state directory, where a --tls-self-signed pair is kept")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -290,25 +297,28 @@ func checkDisplay(ctx context.Context, o Options) Result {
 	return Result{Status: Warn, Detail: detail + "; missing: " + strings.Join(missing, ", "), Fix: strings.Join(fixes, "; ")}
 }
 
+// checkRelay looks at the relay the flags or the state dir name: its
+// token, and that each URL answers as a cua-relay over TLS trusted as
+// configured. It does not attach (a second session would replace the
+// running daemon's); GET /v1/relay tells the daemon's session and its
+// last error.
 func checkRelay(ctx context.Context, o Options) Result {
-	if o.RelayURL == "" {
-		return Result{Status: Skip, Detail: "no relay configured"}
+	var urls []string
+	for _, u := range strings.Split(o.RelayURL, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			urls = append(urls, u)
+		}
 	}
-	host := o.RelayURL
-	if i := strings.Index(host, "://"); i >= 0 {
-		host = host[i+3:]
+	detail, err := relaysvc.Check(ctx, relaysvc.Options{StateDir: o.StateDir, URLs: urls, TokenFile: o.RelayTokenFile,
+		Fingerprint: o.RelayFingerprint, CAFile: o.RelayCA})
+	switch {
+	case errors.Is(err, relaysvc.ErrNotConfigured):
+		return Result{Status: Skip, Detail: "no relay configured (--relay, or an attachment in the state dir)"}
+	case err != nil:
+		return Result{Status: Fail, Detail: err.Error(),
+			Fix: "check the relay URL, that outbound connections to it are allowed, its certificate's trust (--relay-fingerprint or --relay-ca) and the computer token; GET /v1/relay shows the daemon's last error"}
 	}
-	host, _, _ = strings.Cut(host, "/")
-	if _, _, err := net.SplitHostPort(host); err != nil {
-		host = net.JoinHostPort(host, "443")
-	}
-	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", host)
-	if err != nil {
-		return Result{Status: Fail, Detail: fmt.Sprintf("relay %s unreachable: %v", o.RelayURL, err),
-			Fix: "check the relay URL and that outbound connections to it are allowed"}
-	}
-	c.Close()
-	return Result{Status: Pass, Detail: "relay " + host + " accepts connections"}
+	return Result{Status: Pass, Detail: detail}
 }
 
 // checkSelfSigned looks at the --tls-self-signed pair: one that an older

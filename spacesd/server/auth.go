@@ -175,6 +175,13 @@ func (a *Auth) Session(parent context.Context, gen uint64) (context.Context, con
 	}
 }
 
+// Generation is the current token generation.
+func (a *Auth) Generation() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.generation
+}
+
 // Valid reports whether generation gen is still the current one.
 func (a *Auth) Valid(gen uint64) bool {
 	a.mu.Lock()

@@ -356,6 +356,9 @@ func tracked(c net.Conn) (*trackedConn, bool) {
 type connKey struct{}
 
 func withConn(ctx context.Context, c net.Conn) context.Context {
+	if pc, ok := c.(*principalConn); ok {
+		return context.WithValue(ctx, principalKey{}, pc)
+	}
 	if tc, ok := tracked(c); ok {
 		return context.WithValue(ctx, connKey{}, tc)
 	}

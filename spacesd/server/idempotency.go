@@ -90,10 +90,15 @@ func newIdempotency(now func() time.Time, m Metrics) *idempotency {
 		replays:     m.Counter(metricIdempotentReplays), calls: map[idemKey]*idemCall{}}
 }
 
-// callerOf names the caller keys belong to. Idempotent routes take the
-// token only (New refuses one that also takes tickets), so today every
-// caller is the token's holder; a relay's grant will name its person.
-func callerOf(Caller) string { return "token" }
+// callerOf names the caller keys belong to: a principal's person (one
+// person's key never answers another's call), else the token's holder
+// (idempotent routes take no tickets: New refuses one that does).
+func callerOf(c Caller) string {
+	if c.Principal != nil {
+		return "person:" + c.Principal.Person
+	}
+	return "token"
+}
 
 // serve runs h for a request that carries a key.
 func (d *idempotency) serve(w http.ResponseWriter, r *http.Request, label, bodyType string, h http.HandlerFunc) {

@@ -101,6 +101,9 @@ type Server struct {
 	// is tied to it (see recorder.Hijack) while plain requests run on.
 	streams    context.Context
 	endStreams context.CancelFunc
+
+	// relayed are the connections handed over by ServeConn.
+	relayed *connListener
 }
 
 // New builds a Server from its services and checks the route table.
@@ -127,6 +130,7 @@ func New(cfg Config) (*Server, error) {
 		auth:    cfg.Auth,
 		metrics: newMetrics(),
 		probes:  map[api.Feature]Probe{},
+		relayed: newConnListener(),
 	}
 	s.streams, s.endStreams = context.WithCancel(context.Background())
 	s.conns = newConnTracker(cfg.Conns, s.log, s.metrics)
@@ -136,7 +140,7 @@ func New(cfg Config) (*Server, error) {
 	// routes themselves (Host.Handler); it is filled in below.
 	s.mux = http.NewServeMux()
 	host := Host{Log: s.log, Metrics: s.metrics, Feature: s.featureStatus, MintTicket: s.auth.MintTicket, Session: s.auth.Session,
-		Authenticate: s.authenticateInBand, Handler: s.mux}
+		Authenticate: s.authenticateInBand, Handler: s.mux, ServeConn: s.ServeConn}
 	s.routes = s.systemRoutes()
 	for _, newService := range cfg.Services {
 		svc, err := newService(host)
@@ -182,7 +186,10 @@ func New(cfg Config) (*Server, error) {
 			h.ServeHTTP(w, r)
 			return
 		}
-		if _, ok := s.authenticate(r, false); !ok {
+		if _, relayed := relayedConn(r.Context()); relayed {
+			// The principal is the caller: it may learn that a route
+			// does not exist.
+		} else if _, ok := s.authenticate(r, false); !ok {
 			s.failedAuth(r.Context())
 			httpapi.WriteError(w, errUnauthenticated)
 			return
@@ -337,6 +344,9 @@ func headerHasToken(h http.Header, name, token string) bool {
 // ticket of that scope. A ticket is honoured (its limits applied) even
 // when the daemon needs no token.
 func (s *Server) authorize(r *http.Request, rt Route) (Caller, error) {
+	if pc, ok := relayedConn(r.Context()); ok {
+		return authorizeRelayed(pc, rt)
+	}
 	bearer, hasBearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	bearer = strings.TrimSpace(bearer)
 	if hasBearer && IsTicket(bearer) && (rt.Ticket != "" || s.auth.Required()) {
@@ -363,13 +373,23 @@ func (s *Server) authorize(r *http.Request, rt Route) (Caller, error) {
 // a token, a Host that is not a loopback name (a DNS-rebinding page, whose
 // name now points at 127.0.0.1); and, token or not, an Origin other than
 // the daemon's own. Clients that are no browser send no Origin.
+//
+// On a principal's connection (ServeConn) the grant authenticated the
+// caller, so the Host check does not apply; the daemon's own origin is then
+// the relay's, whose scheme and host the relay forwards (r.TLS is the
+// tunnel's, never the browser's).
 func (s *Server) checkBrowser(r *http.Request) error {
-	if !s.auth.Required() && !loopback.Host(r.Host) {
+	host, secure := r.Host, r.TLS != nil
+	_, relayed := relayedConn(r.Context())
+	if relayed {
+		host, secure = forwardedOrigin(r)
+	}
+	if !relayed && !s.auth.Required() && !loopback.Host(r.Host) {
 		return api.Errorf(api.KindForbidden,
 			"Host %q is not a loopback name: a cua-spacesd without a token answers only to localhost and loopback addresses", r.Host).
 			WithHint("reach the daemon as 127.0.0.1 or localhost, or give it a token (--token-file)")
 	}
-	if origin := r.Header.Get("Origin"); origin != "" && !loopback.SameOrigin(origin, r.Host, r.TLS != nil) {
+	if origin := r.Header.Get("Origin"); origin != "" && !loopback.SameOrigin(origin, host, secure) {
 		return api.Errorf(api.KindForbidden,
 			"requests from the web page %q are refused: only the daemon's own pages may call it from a browser", origin).
 			WithHint("call the daemon from a program (no Origin header), or through cua-bridge")
@@ -422,7 +442,7 @@ func (s *Server) wrap(rt Route) http.Handler {
 					promoteConn(r.Context())
 				}
 			}
-		} else if s.pendingUpgrade(r, rt) {
+		} else if _, relayed := relayedConn(r.Context()); !relayed && s.pendingUpgrade(r, rt) {
 			// The handler authenticates in band (Host.Authenticate); its
 			// stream ends at the start of a shutdown all the same, and
 			// its connection counts as anonymous until then.
@@ -503,6 +523,18 @@ func (s *Server) featureStatus(ctx context.Context, f api.Feature) api.FeatureSt
 
 // Capabilities computes (or returns the recent) capabilities of this guest.
 func (s *Server) Capabilities(ctx context.Context) *api.Capabilities {
+	c := *s.cachedCapabilities(ctx)
+	// What a service reports (the relay's state) changes by the second
+	// and is cheap: it is not cached.
+	for _, svc := range s.services {
+		if r, ok := svc.(CapabilitiesReporter); ok {
+			r.ReportCapabilities(&c)
+		}
+	}
+	return &c
+}
+
+func (s *Server) cachedCapabilities(ctx context.Context) *api.Capabilities {
 	s.capsMu.Lock()
 	defer s.capsMu.Unlock()
 	if s.caps != nil && time.Since(s.capsStamp) < capabilitiesCacheTTL {
@@ -549,6 +581,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout: s.conns.limits.AuthenticatedIdle,
 		ConnState:   s.conns.connState,
 		ConnContext: withConn,
+		// A relayed connection is never *tls.Conn: the TLS of its tunnel
+		// ended at the service that handed it over.
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext: func(net.Listener) context.Context { return base },
 	}
@@ -564,8 +598,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	// The same http.Server serves the relayed connections, so Shutdown
+	// drains them and Close ends them with the rest.
+	go func() { _ = srv.Serve(s.relayed) }()
+	defer s.relayed.Close()
 	select {
 	case err := <-errc:
+		s.relayed.Close()
 		s.closeServices()
 		return err
 	case <-ctx.Done():
@@ -577,6 +616,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if err != nil {
 		_ = srv.Close()
 	}
+	// Shutdown closed it unless its Serve had not started yet: a service
+	// handing over a connection must not wait for it past this point.
+	s.relayed.Close()
 	hardStop(ErrShutdown)
 	s.closeServices()
 	if errors.Is(err, context.DeadlineExceeded) {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
 
 	"github.com/trycua/cua-spacesd/api"
@@ -71,7 +72,10 @@ type Route struct {
 	// (see idempotency.go): a repeat of a call with the same key answers
 	// the first call's answer instead of running again.
 	Idempotent bool
-	Handler    http.HandlerFunc
+	// Roles are the roles of a Principal (besides RoleOwner, which may
+	// call every route) that may call the route; none: the owner only.
+	Roles   []Role
+	Handler http.HandlerFunc
 }
 
 // Request body content types of Route.Body.
@@ -109,6 +113,16 @@ type Host struct {
 	// tools, which are the bridge's tools over the daemon itself). It
 	// serves once New has returned.
 	Handler http.Handler
+	// ServeConn serves the daemon's whole handler on a connection whose
+	// caller the service already checked (a relayed stream and its
+	// grant's person): see Server.ServeConn.
+	ServeConn func(c net.Conn, p Principal) error
+}
+
+// A CapabilitiesReporter is a Service that adds its state to GET
+// /v1/capabilities (the relay its attachment), beyond its features.
+type CapabilitiesReporter interface {
+	ReportCapabilities(*api.Capabilities)
 }
 
 // Metrics is where a service counts what it does.

@@ -177,8 +177,9 @@ func (a *Auth) verifyTicket(s string, now time.Time) (Ticket, uint64, error) {
 	return t, gen, nil
 }
 
-// Caller is who made a request: the holder of the token (Ticket nil), or
-// the bearer of a ticket, whose claims the route's service enforces.
+// Caller is who made a request: the holder of the token (Ticket and
+// Principal nil), the bearer of a ticket, whose claims the route's service
+// enforces, or a Principal its connection brought.
 type Caller struct {
 	// Generation is the token generation the request was authorised under.
 	Generation uint64
@@ -187,6 +188,9 @@ type Caller struct {
 	// presented no credentials: the caller is not known yet, and the
 	// handler must pass Host.Authenticate before it serves anything.
 	Pending bool
+	// Principal is the caller a connection brought (Host.ServeConn): a
+	// person through the relay. nil for the token's holder and a ticket.
+	Principal *Principal
 	// route names the route in the log line of a failed in-band check.
 	route string
 }

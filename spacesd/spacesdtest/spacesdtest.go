@@ -10,13 +10,17 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"testing"
 	"time"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/capabilities/process"
 	"github.com/trycua/cua-spacesd/spacesd/daemon"
+	"github.com/trycua/cua-spacesd/spacesd/filesvc"
 	"github.com/trycua/cua-spacesd/spacesd/mcpsvc"
+	"github.com/trycua/cua-spacesd/spacesd/relaysvc"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 	"github.com/trycua/cua-spacesd/spacesd/streamsvc"
 )
@@ -70,6 +74,11 @@ type Options struct {
 	Addr, Token string
 	// Now is the clock of the idempotency keys (nil: time.Now).
 	Now func() time.Time
+	// Relay attaches the daemon to a relay (its flags, its state dir,
+	// a fake clock); Relay.StateDir defaults to Files.StateDir.
+	Relay relaysvc.Options
+	// Files adjusts the files service (its state dir).
+	Files filesvc.Options
 }
 
 // Token returns a fresh random token.
@@ -104,7 +113,7 @@ func Start(t testing.TB, opts Options) *Daemon {
 		opts.AuthFailurePause = func(context.Context) {}
 	}
 	srv, err := daemon.New(daemon.Options{Version: "test", Auth: auth, Logger: log, Display: opts.Display, Process: opts.Process, Stream: opts.Stream,
-		AuthFailurePause: opts.AuthFailurePause, TLS: opts.TLS, MCP: opts.MCP, Now: opts.Now})
+		AuthFailurePause: opts.AuthFailurePause, TLS: opts.TLS, MCP: opts.MCP, Now: opts.Now, Relay: opts.Relay, Files: opts.Files})
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)
 	}
@@ -137,4 +146,19 @@ func Start(t testing.TB, opts Options) *Daemon {
 		t.Fatalf("client: %v", err)
 	}
 	return &Daemon{URL: url, Token: tok, Client: c, Server: srv, Auth: auth, stop: stop}
+}
+
+// RelayStatus is the daemon's relay attachment (GET /v1/relay).
+func (d *Daemon) RelayStatus(ctx context.Context) (api.RelayStatus, error) {
+	var st api.RelayStatus
+	err := d.Client.JSON(ctx, http.MethodGet, api.PathRelay, nil, nil, &st)
+	return st, err
+}
+
+// AttachRelay attaches the daemon to a relay (PUT /v1/relay) and answers
+// its status once attached or req.WaitMS passed.
+func (d *Daemon) AttachRelay(ctx context.Context, req api.RelayAttachRequest) (api.RelayStatus, error) {
+	var st api.RelayStatus
+	err := d.Client.JSON(ctx, http.MethodPut, api.PathRelay, nil, req, &st)
+	return st, err
 }

@@ -1,0 +1,5 @@
+package relaysvc_test
+
+import "net"
+
+type netConn = net.Conn
