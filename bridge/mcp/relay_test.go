@@ -211,4 +211,3 @@ func TestRelayRegisterSpace(t *testing.T) {
 		t.Fatalf("unregister another user's computer: %+v, exists %v", got, r.Exists("bobs"))
 	}
 }
-
