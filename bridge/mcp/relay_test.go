@@ -1,6 +1,8 @@
 package mcp_test
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -31,7 +33,7 @@ func loginRelay(t *testing.T, e *env) (*relaytest.Relay, string) {
 func TestRelaySpaceThroughTheRelay(t *testing.T) {
 	e := newEnv(t)
 	cs := e.client(t, nil)
-	r, _ := loginRelay(t, e)
+	r, tok := loginRelay(t, e)
 	r.Attach("alice", "box", e.daemon.URL, e.daemon.Token)
 	r.Attach("alice", "gone", e.daemon.URL, e.daemon.Token)
 	r.Attach("bob", "bobs", e.daemon.URL, e.daemon.Token)
@@ -53,6 +55,22 @@ func TestRelaySpaceThroughTheRelay(t *testing.T) {
 	}
 	if got := r.Handshakes.Load() - before; got != 1 {
 		t.Errorf("5 calls on relay:box made %d TLS handshakes with the relay, want 1 (one client per Space)", got)
+	}
+
+	// An idempotency key travels through the relay unchanged: the same
+	// call twice runs once (a counter file proves it).
+	counter := filepath.Join(t.TempDir(), "runs")
+	for range 2 {
+		res := call(t, cs, "space_bash", map[string]any{"space": "relay:box", "command": "echo run >> " + counter, "idempotency_key": "relay-once"})
+		if res.IsError {
+			t.Fatalf("space_bash with a key: %s", text(res))
+		}
+	}
+	if b, err := os.ReadFile(counter); err != nil || string(b) != "run\n" {
+		t.Fatalf("a keyed call repeated through the relay ran %q (%v), want once", b, err)
+	}
+	if strings.Contains(e.logText(), tok) {
+		t.Fatal("the bridge logged the relay token")
 	}
 
 	// Another user's computer is not found, as one that does not exist.
