@@ -86,6 +86,12 @@ func TestRelayCommands(t *testing.T) {
 	if res := run(ctx, s.home, "", "relay", "unregister", "front"); res.code != 0 || !strings.Contains(res.stdout, "off the relay") || r.Exists("desk") {
 		t.Fatalf("unregister: %+v", res)
 	}
+	// A relay that cannot be reached: the local Spaces are listed, and
+	// stderr says why the relay's are not.
+	r.Close()
+	if res := run(ctx, s.home, "", "space", "ls"); res.code != 0 || !strings.Contains(res.stdout, "dev") || !strings.Contains(res.stderr, "relay not listed") {
+		t.Fatalf("space ls with the relay down: %+v", res)
+	}
 	if res := run(ctx, s.home, "", "relay", "logout"); res.code != 0 {
 		t.Fatalf("logout: %+v", res)
 	}

@@ -72,6 +72,10 @@ func Register(ctx context.Context, reg *registry.Registry, id, name string) (*Re
 	}
 	if name == "" {
 		name = defaultName(e)
+		if err := protocol.CheckComputerName(name); err != nil {
+			return nil, api.Errorf(api.KindInvalidArgument, "space %s: its name is no computer name (%s)", e.ID(), api.AsError(err).Message).
+				WithHint("give the computer a name (name, or --name NAME)")
+		}
 	}
 	if err := protocol.CheckComputerName(name); err != nil {
 		return nil, err
