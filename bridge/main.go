@@ -1,6 +1,6 @@
 // Command cua-bridge aggregates many Spaces into one MCP tool surface
 // (stdio: cua-bridge mcp; streamable HTTP: cua-bridge serve) and a human CLI
-// (space, exec, ps, logs, shell, cp, view, screenshot). This file holds flags and
+// (space, exec, ps, logs, shell, cp, view, screenshot, relay). This file holds flags and
 // subcommand dispatch only.
 package main
 
@@ -64,6 +64,16 @@ Human CLI:
   cp SRC DST                        copy files (SPACE:/path on either side)
   view SPACE                        print the Space's viewer URL
   screenshot SPACE FILE             save a screenshot
+Relay (reach your Spaces from anywhere as relay:<computer>):
+  relay login --url URL --token-file FILE [--fingerprint sha256:... | --ca FILE]
+                                    check your relay API token (GET /v1/me) and keep the login
+                                    under $CUA_HOME (the token in relay-token.json, mode 0600)
+  relay logout                      forget the relay login
+  relay status [--json]             who you are on the relay, and your computers on it
+  relay register SPACE [--name NAME]
+                                    publish a Space as your computer NAME (default its name): it
+                                    dials out to the relay, and every command takes relay:NAME
+  relay unregister SPACE            take a Space (or a relay:<computer>) off the relay
   version                           print the version
 `
 
@@ -151,6 +161,7 @@ func newBridge(home string, roots rootsFlag, tokenFile string, stderr io.Writer)
 	deny := []hostfs.Deny{
 		{Path: reg.Dir(), What: "$CUA_HOME"},
 		{Path: filepath.Join(reg.Dir(), registry.TokensFile), What: "the registry's tokens"},
+		{Path: filepath.Join(reg.Dir(), registry.RelayTokenFile), What: "the relay login's token"},
 	}
 	if tokenFile != "" {
 		deny = append(deny, hostfs.Deny{Path: tokenFile, What: "the bridge's token file"})

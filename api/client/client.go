@@ -153,6 +153,12 @@ func (c *Client) Health(ctx context.Context) (*api.Health, error) {
 	if err != nil {
 		return nil, api.Errorf(api.KindInvalidArgument, "health request: %w", err)
 	}
+	// The bearer goes too: a Space reached through a relay
+	// (https://RELAY/c/<computer>) is behind the relay's auth, /health
+	// included; a daemon's own /health ignores it.
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, transportError(ctx, err)
@@ -160,6 +166,15 @@ func (c *Client) Health(ctx context.Context) (*api.Health, error) {
 	defer resp.Body.Close()
 	var h api.Health
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		// A relay in between answers with the envelope: the computer is
+		// offline (relay), not the user's (not_found), the token wrong.
+		var env api.ErrorEnvelope
+		if json.Unmarshal(body, &env) == nil && env.Error != nil && env.Error.Kind != "" {
+			env.Error.Status = resp.StatusCode
+			return nil, env.Error
+		}
+	}
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &h) != nil || h.Daemon != api.DaemonName {
 		return nil, api.Errorf(api.KindSpacesdNotAvailable,
 			"%s answered but runs no cua-spacesd (GET /health: HTTP %d)", c.base.Host, resp.StatusCode).

@@ -1,5 +1,5 @@
 // Package cli is the human command line of cua-bridge: the registry
-// (space add|ls|rm), commands (exec), background processes (ps, logs), an
+// (space add|ls|rm), the relay (relay login|logout|status|register|unregister), commands (exec), background processes (ps, logs), an
 // interactive terminal (shell), file copies (cp), the desktop viewer (view)
 // and screenshots (screenshot). It
 // runs on the same registry and spacesd client as the MCP tools.
@@ -36,7 +36,7 @@ const (
 )
 
 // Commands are the subcommands Main serves.
-var Commands = []string{"space", "exec", "ps", "logs", "shell", "cp", "view", "screenshot"}
+var Commands = []string{"space", "exec", "ps", "logs", "shell", "cp", "view", "screenshot", "relay"}
 
 // Env is what a command reads and writes. Tests build one around a PTY or
 // buffers; Main builds it around the process's own streams.
@@ -101,6 +101,8 @@ func Run(ctx context.Context, env Env, cmd string, args []string) int {
 		return env.runView(ctx, args)
 	case "screenshot":
 		return env.runScreenshot(ctx, args)
+	case "relay":
+		return env.runRelay(ctx, args)
 	}
 	fmt.Fprintf(env.Stderr, "cua-bridge: unknown command %q (%s)\n", cmd, strings.Join(Commands, ", "))
 	return ExitUsage
@@ -110,6 +112,7 @@ func Run(ctx context.Context, env Env, cmd string, args []string) int {
 // person at this command line has a better next step.
 var cliHints = map[api.Kind]string{
 	api.KindUnauthenticated:     "re-add the Space with its current token: cua-bridge space add NAME URL --token-file FILE",
+	api.KindRelay:               "check that the relay is up and the computer online: cua-bridge relay status",
 	api.KindSpacesdNotAvailable: "check the URL: the Space must run cua-spacesd (port 3211 by default)",
 	api.KindNotFound:            "cua-bridge space ls lists the registered Spaces",
 	api.KindCapabilityMissing:   "cua-bridge space ls --json lists what each Space supports",
@@ -124,7 +127,8 @@ func (env Env) fail(code int, err error) int {
 	e := api.AsError(err)
 	fmt.Fprintf(env.Stderr, "cua-bridge: %s: %s\n", e.Kind, e.Error())
 	hint := e.Hint
-	if h, ok := cliHints[e.Kind]; ok && (e.Kind != api.KindNotFound || strings.Contains(strings.ToLower(e.Message), "space")) {
+	// A hint that names the relay login is the next step already.
+	if h, ok := cliHints[e.Kind]; ok && (e.Kind != api.KindNotFound || strings.Contains(strings.ToLower(e.Message), "space")) && !strings.Contains(e.Hint, "relay login") {
 		hint = h
 	}
 	if hint != "" {

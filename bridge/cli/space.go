@@ -177,6 +177,38 @@ func (env Env) spaceLs(ctx context.Context, args []string) int {
 			}
 		}()
 	}
+	// Local probes write rows by index: done before the relay's rows grow it.
+	wg.Wait()
+	// The relay's computers follow the local Spaces; a relay that cannot
+	// be reached is said on stderr and leaves the local listing whole.
+	lctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	rs, rerr := reg.RelaySpaces(lctx)
+	cancel()
+	if rerr != nil {
+		e := api.AsError(rerr)
+		fmt.Fprintf(env.Stderr, "cua-bridge: relay not listed: %s: %s\n", e.Kind, e.Error())
+	}
+	for _, r := range rs {
+		rows = append(rows, relayRow(r))
+		if !r.Computer.Online {
+			continue
+		}
+		c, err := reg.ClientFor(r.Entry)
+		if err != nil {
+			continue
+		}
+		i := len(rows) - 1
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := probe(ctx, c)
+			if st.err != nil {
+				rows[i].Status = string(api.KindOf(st.err))
+				return
+			}
+			rows[i].Version, rows[i].Features = st.version, st.features
+		}()
+	}
 	wg.Wait()
 	if *asJSON {
 		return env.printJSON("write", rows)

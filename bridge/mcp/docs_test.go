@@ -30,9 +30,10 @@ const (
 	endMarker   = "<!-- END TOOLS -->"
 )
 
-// commonKinds are the kinds every Space tool may answer, listed once.
+// commonKinds are the kinds every Space tool may answer, listed once:
+// relay for a relay:<computer> that is offline or a relay that fails.
 var commonKinds = []api.Kind{api.KindInvalidArgument, api.KindNotFound, api.KindAmbiguousSandbox,
-	api.KindSpacesdNotAvailable, api.KindCapabilityMissing, api.KindUnauthenticated, api.KindEnv, api.KindCancelled}
+	api.KindSpacesdNotAvailable, api.KindCapabilityMissing, api.KindUnauthenticated, api.KindEnv, api.KindRelay, api.KindCancelled}
 
 func kindsOf(t *spacetools.Tool) []string {
 	var ks []string

@@ -32,7 +32,10 @@ type clients struct {
 	items map[clientKey]*cachedClient
 	// current is the registry as last read: name to entry, token included.
 	current map[string]Entry
-	clock   uint64 // orders the uses of loose clients
+	// relay is the relay login as last read (nil: none): the entries of
+	// its computers are current while it stays the same.
+	relay *RelayLogin
+	clock uint64 // orders the uses of loose clients
 }
 
 // clientKey is everything a client is made of.
@@ -106,6 +109,9 @@ func (cs *clients) get(e Entry) (*client.Client, error) {
 }
 
 func (cs *clients) isCurrent(e Entry) bool {
+	if e.Relay != "" {
+		return cs.relay != nil && e == relayEntry(*cs.relay, e.Relay)
+	}
 	cur, ok := cs.current[e.Name]
 	return ok && cur == e
 }
@@ -165,6 +171,24 @@ func (cs *clients) sync(s *spacesDoc, t *tokensDoc) {
 	cs.current = cur
 	for k, it := range cs.items {
 		if it.registered && !cs.isCurrent(k.e) {
+			cs.dropLocked(k, it)
+		}
+	}
+}
+
+// syncRelay records the relay login as just read, and drops the clients of
+// relay computers reached through another login (a logout, another relay,
+// token or trust).
+func (cs *clients) syncRelay(l *RelayLogin) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if l != nil {
+		c := *l
+		l = &c
+	}
+	cs.relay = l
+	for k, it := range cs.items {
+		if k.e.Relay != "" && it.registered && !cs.isCurrent(k.e) {
 			cs.dropLocked(k, it)
 		}
 	}

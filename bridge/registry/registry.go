@@ -23,9 +23,12 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/api/client"
+	"github.com/trycua/cua-spacesd/relay/protocol"
+	"github.com/trycua/cua-spacesd/relay/relayapi"
 )
 
 // File names under the home directory.
@@ -64,6 +67,9 @@ type Entry struct {
 	// the CAs that sign it. Neither: the system's roots.
 	Fingerprint string `json:"fingerprint,omitempty"`
 	CAFile      string `json:"ca_file,omitempty"`
+	// Relay is the computer's name when the entry is relay:<computer>,
+	// reached through the logged-in relay (never in spaces.json).
+	Relay string `json:"-"`
 }
 
 // TLS is how a client of the Space trusts its certificate.
@@ -114,6 +120,12 @@ type Registry struct {
 	home    string
 	factory ClientFactory
 	clients *clients
+
+	// relayClient is the client of the relay's user API, for the login
+	// relayKey (RelayClient).
+	relayMu     sync.Mutex
+	relayClient *relayapi.Client
+	relayKey    RelayLogin
 }
 
 // ClientFactory builds the client of a Space's spacesd. It is the one place
@@ -192,7 +204,15 @@ func Open(home string, opts ...Option) (*Registry, error) {
 // Close drops the registry's clients and closes their idle connections.
 // Calls in flight finish; the registry stays usable and builds clients
 // anew.
-func (r *Registry) Close() { r.clients.closeAll() }
+func (r *Registry) Close() {
+	r.clients.closeAll()
+	r.relayMu.Lock()
+	if r.relayClient != nil {
+		r.relayClient.CloseIdleConnections()
+		r.relayClient = nil
+	}
+	r.relayMu.Unlock()
+}
 
 // Dir is the registry's directory.
 func (r *Registry) Dir() string { return r.home }
@@ -249,8 +269,12 @@ func (r *Registry) AddEntry(ctx context.Context, e Entry) (Entry, error) {
 
 // Remove forgets a Space (by exact name or any id Resolve accepts) and its token.
 func (r *Registry) Remove(id string) error {
+	if strings.HasPrefix(strings.TrimSpace(id), PrefixRelay) {
+		return api.Errorf(api.KindInvalidArgument, "space %q is a computer on the relay, not a Space registered here", id).
+			WithHint("relay_unregister_space (cua-bridge relay unregister) takes it off the relay")
+	}
 	return r.update(func(s *spacesDoc, t *tokensDoc) error {
-		e, err := resolve(s, t, id)
+		e, err := resolve(s, t, nil, id)
 		if err != nil {
 			return err
 		}
@@ -295,7 +319,13 @@ func (r *Registry) Resolve(id string) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	return resolve(s, t, id)
+	var relay *RelayLogin
+	if strings.HasPrefix(strings.TrimSpace(id), PrefixRelay) {
+		if relay, err = r.relaySnapshot(); err != nil {
+			return Entry{}, err
+		}
+	}
+	return resolve(s, t, relay, id)
 }
 
 // Client resolves id and returns a client of its spacesd.
@@ -318,7 +348,9 @@ func (r *Registry) Client(id string) (*client.Client, Entry, error) {
 // client.
 func (r *Registry) ClientFor(e Entry) (*client.Client, error) { return r.clients.get(e) }
 
-func resolve(s *spacesDoc, t *tokensDoc, id string) (Entry, error) {
+// resolve finds id among the registered Spaces of s (tokens in t), or as
+// a computer of the relay login (nil: not logged in).
+func resolve(s *spacesDoc, t *tokensDoc, relay *RelayLogin, id string) (Entry, error) {
 	id = strings.TrimSpace(id)
 	if id == "" {
 		return Entry{}, api.Errorf(api.KindInvalidArgument, "space is empty: pass a name, direct:<host:port> or relay:<computer>")
@@ -337,13 +369,17 @@ func resolve(s *spacesDoc, t *tokensDoc, id string) (Entry, error) {
 		}
 		return Entry{Name: id, URL: "http://" + hostport}, nil
 	case strings.HasPrefix(id, PrefixRelay):
+		// A computer of the logged-in user, reached through the relay
+		// with the user's token: whether it exists (and is theirs) is the
+		// relay's to say, at the first call.
 		computer := strings.TrimPrefix(id, PrefixRelay)
-		for _, e := range s.Spaces {
-			if e.Name == computer || e.Name == id {
-				return withToken(e), nil
-			}
+		if err := protocol.CheckComputerName(computer); err != nil {
+			return Entry{}, api.Errorf(api.KindInvalidArgument, "space %q: %s", id, api.AsError(err).Message)
 		}
-		return Entry{}, api.Errorf(api.KindNotFound, "relay space %q is not registered", id).WithHint("add it first with add_space")
+		if relay == nil {
+			return Entry{}, notLoggedIn("space " + id)
+		}
+		return relayEntry(*relay, computer), nil
 	}
 	var matches []Entry
 	for _, e := range s.Spaces {

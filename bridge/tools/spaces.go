@@ -60,6 +60,43 @@ type RemovedSpace struct {
 // SpaceList is the structured answer of list_spaces.
 type SpaceList struct {
 	Spaces []SpaceView `json:"spaces"`
+	// RelayError says why the relay's computers are missing from Spaces
+	// (kind: message): the relay could not be reached, or refused the
+	// login. The local Spaces are listed all the same.
+	RelayError string `json:"relay_error,omitempty"`
+}
+
+// listRelaySpaces lists the logged-in user's computers as relay:<computer>,
+// online as the relay says, each online one probed through the relay for
+// its version and features (bounded by probeTimeout). No login: none.
+func (d *Deps) listRelaySpaces(ctx context.Context) ([]SpaceView, error) {
+	lctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	rs, err := d.Registry.RelaySpaces(lctx)
+	if err != nil {
+		return nil, err
+	}
+	views := make([]SpaceView, len(rs))
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		views[i] = SpaceView{Space: r.Entry.Name, Name: r.Computer.Name, URL: r.Entry.URL,
+			Online: r.Computer.Online, Version: r.Computer.DaemonVersion, Features: []string{}}
+		if !r.Computer.Online {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, _, err := d.probe(ctx, r.Entry)
+			if err != nil {
+				views[i].Error = v.Error
+				return
+			}
+			views[i].Version, views[i].Features = v.Version, v.Features
+		}()
+	}
+	wg.Wait()
+	return views, nil
 }
 
 func addSpaceTool(d *Deps) *spacetools.Tool {
@@ -185,10 +222,12 @@ func listSpacesTool(d *Deps) *spacetools.Tool {
 		Hints:   mcpserve.Hints{ReadOnly: true},
 		Output:  spacetools.OutputOf[SpaceList](),
 		Description: "List the registered Spaces, each probed live: online, spacesd version and supported features. " +
-			"An offline Space is listed with online=false and the reason.",
+			"An offline Space is listed with online=false and the reason. When the bridge is logged in to a relay, " +
+			"the account's computers on it follow as relay:<computer>, online as the relay says; " +
+			"a relay that cannot be reached leaves them out and says why in relay_error, and the local Spaces are listed all the same.",
 		Schema: spacetools.Object(nil, map[string]*jsonschema.Schema{}),
 		Errors: []api.Kind{api.KindIO},
-		Result: "{spaces: [{space, name, url, online, version, features, error?}]}",
+		Result: "{spaces: [{space, name, url, online, version, features, error?}], relay_error?}",
 		Run: func(ctx context.Context, c *spacetools.Call) (*mcpserve.Result, error) {
 			entries, err := d.Registry.List()
 			if err != nil {
@@ -203,8 +242,21 @@ func listSpacesTool(d *Deps) *spacetools.Tool {
 					views[i], _, _ = d.probe(ctx, e)
 				}()
 			}
+			var relayViews []SpaceView
+			var relayErr error
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				relayViews, relayErr = d.listRelaySpaces(ctx)
+			}()
 			wg.Wait()
+			views = append(views, relayViews...)
+			list := SpaceList{Spaces: views}
 			var b strings.Builder
+			if relayErr != nil {
+				list.RelayError = fmt.Sprintf("%s: %s", api.KindOf(relayErr), api.AsError(relayErr).Message)
+				fmt.Fprintf(&b, "relay not listed (%s); the local Spaces follow\n", list.RelayError)
+			}
 			if len(views) == 0 {
 				b.WriteString("no spaces registered; add one with add_space")
 			}
@@ -215,7 +267,7 @@ func listSpacesTool(d *Deps) *spacetools.Tool {
 				}
 				fmt.Fprintf(&b, "%s\t%s\t%s\t%s\n", v.Space, v.URL, state, strings.Join(v.Features, ","))
 			}
-			return &mcpserve.Result{Text: strings.TrimRight(b.String(), "\n"), Structured: SpaceList{Spaces: views}}, nil
+			return &mcpserve.Result{Text: strings.TrimRight(b.String(), "\n"), Structured: list}, nil
 		},
 	}
 }

@@ -84,6 +84,7 @@ func Defs(d *Deps) []*spacetools.Tool {
 		addSpaceTool(d), removeSpaceTool(d), listSpacesTool(d),
 		uploadTool(d), downloadTool(d),
 		streamEndpointTool(), streamSpaceWindowTool(),
+		relayRegisterSpaceTool(d), relayUnregisterSpaceTool(d),
 	)
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
 	return ts

@@ -1,0 +1,243 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/bridge/registry"
+	"github.com/trycua/cua-spacesd/bridge/relayreg"
+)
+
+const relayUsage = `relay login --url URL --token-file FILE [--fingerprint sha256:... | --ca FILE]
+       cua-bridge relay logout
+       cua-bridge relay status [--json]
+       cua-bridge relay register SPACE [--name NAME] [--json]
+       cua-bridge relay unregister SPACE [--json]`
+
+func (env Env) runRelay(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		return env.usage("usage: cua-bridge %s", relayUsage)
+	}
+	switch args[0] {
+	case "login":
+		return env.relayLogin(ctx, args[1:])
+	case "logout":
+		return env.relayLogout(args[1:])
+	case "status":
+		return env.relayStatus(ctx, args[1:])
+	case "register":
+		return env.relayRegister(ctx, args[1:])
+	case "unregister":
+		return env.relayUnregister(ctx, args[1:])
+	case "-h", "--help", "help":
+		fmt.Fprintf(env.Stdout, "usage: cua-bridge %s\n", relayUsage)
+		return ExitOK
+	}
+	return env.usage("relay: unknown subcommand %q (login, logout, status, register, unregister)", args[0])
+}
+
+func (env Env) relayLogin(ctx context.Context, args []string) int {
+	fs := env.newFlags("relay login", "relay login --url URL --token-file FILE [--fingerprint sha256:... | --ca FILE]")
+	url := fs.String("url", "", "the relay's URL: https://HOST[:PORT]")
+	tokenFile := fs.String("token-file", "", "file holding your relay API token (cuau_..., from cua-relay token create USER)")
+	fingerprint := fs.String("fingerprint", "", "pin the relay's certificate: the sha256:... cua-relay printed (--tls-self-signed)")
+	ca := fs.String("ca", "", "trust the relay's certificate by the CAs in this PEM file")
+	pos, _, err := parseArgs(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) != 0 || *url == "" || *tokenFile == "" {
+		fs.Usage()
+		return ExitUsage
+	}
+	tok, err := registry.ReadTokenFile(*tokenFile)
+	if err != nil {
+		return env.fail(ExitFailure, err)
+	}
+	reg, err := env.registry()
+	if err != nil {
+		return env.fail(ExitFailure, err)
+	}
+	me, err := reg.LoginRelay(ctx, registry.RelayLogin{URL: *url, Token: tok, Fingerprint: *fingerprint, CAFile: *ca})
+	if err != nil {
+		return env.fail(ExitFailure, err)
+	}
+	l, err := reg.Relay()
+	if err != nil {
+		return env.fail(ExitFailure, err)
+	}
+	fmt.Fprintf(env.Stdout, "logged in to %s as %s\n", l.URL, me.User.Name)
+	return ExitOK
+}
+
+func (env Env) relayLogout(args []string) int {
+	fs := env.newFlags("relay logout", "relay logout")
+	pos, _, err := parseArgs(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) != 0 {
+		fs.Usage()
+		return ExitUsage
+	}
+	reg, err := env.registry()
+	if err != nil {
+		return env.fail(ExitFailure, err)
+	}
+	was, err := reg.LogoutRelay()
+	if err != nil {
+		return env.fail(ExitFailure, err)
+	}
+	if !was {
+		fmt.Fprintln(env.Stdout, "not logged in to a relay")
+		return ExitOK
+	}
+	fmt.Fprintln(env.Stdout, "logged out of the relay")
+	return ExitOK
+}
+
+// relayStatusJSON is relay status --json.
+type relayStatusJSON struct {
+	URL       string     `json:"url"`
+	User      string     `json:"user"`
+	UserID    string     `json:"user_id"`
+	Computers []spaceRow `json:"computers"`
+}
+
+func (env Env) relayStatus(ctx context.Context, args []string) int {
+	fs := env.newFlags("relay status", "relay status [--json]")
+	asJSON := fs.Bool("json", false, "print JSON instead of text")
+	pos, _, err := parseArgs(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) != 0 {
+		fs.Usage()
+		return ExitUsage
+	}
+	reg, err := env.registry()
+	if err != nil {
+		return env.fail(ExitFailure, err)
+	}
+	c, l, err := reg.RelayClient()
+	if err != nil {
+		return env.fail(ExitFailure, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	me, err := c.Me(ctx)
+	if err != nil {
+		return env.fail(ExitFailure, err)
+	}
+	rs, err := reg.RelaySpaces(ctx)
+	if err != nil {
+		return env.fail(ExitFailure, err)
+	}
+	out := relayStatusJSON{URL: l.URL, User: me.User.Name, UserID: me.User.ID, Computers: []spaceRow{}}
+	for _, r := range rs {
+		out.Computers = append(out.Computers, relayRow(r))
+	}
+	if *asJSON {
+		return env.printJSON("write", out)
+	}
+	fmt.Fprintf(env.Stdout, "relay %s, logged in as %s\n", out.URL, out.User)
+	if len(out.Computers) == 0 {
+		fmt.Fprintln(env.Stdout, "no computers yet: cua-bridge relay register SPACE publishes one")
+		return ExitOK
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SPACE\tONLINE\tVERSION")
+	for _, r := range out.Computers {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Name, yesNo(r.Online), dash(r.Version))
+	}
+	if err := tw.Flush(); err != nil {
+		return env.fail(ExitFailure, api.Errorf(api.KindIO, "write: %w", err))
+	}
+	return ExitOK
+}
+
+// relayRow is a relay computer as space ls and relay status show it.
+func relayRow(r registry.RelaySpace) spaceRow {
+	row := spaceRow{Name: r.Entry.Name, URL: r.Entry.URL, Online: r.Computer.Online, Status: "offline", Version: r.Computer.DaemonVersion}
+	if r.Computer.Online {
+		row.Status = "online"
+	}
+	return row
+}
+
+func (env Env) relayRegister(ctx context.Context, args []string) int {
+	fs := env.newFlags("relay register", "relay register SPACE [--name NAME] [--json]")
+	name := fs.String("name", "", "the computer's name on the relay (default: the Space's name)")
+	asJSON := fs.Bool("json", false, "print the answer as JSON")
+	pos, _, err := parseArgs(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return ExitUsage
+	}
+	reg, err := env.registry()
+	if err != nil {
+		return env.fail(ExitFailure, err)
+	}
+	r, err := relayreg.Register(ctx, reg, pos[0], *name)
+	if err != nil {
+		return env.fail(ExitFailure, err)
+	}
+	if *asJSON {
+		return env.printJSON("write", r)
+	}
+	state := "online"
+	if !r.Online {
+		state = "not connected yet (it keeps trying; cua-bridge relay status shows when it is)"
+	}
+	fmt.Fprintf(env.Stdout, "%s is on the relay as %s (%s), %s\n", r.Space, r.RelaySpace, r.URL, state)
+	return ExitOK
+}
+
+func (env Env) relayUnregister(ctx context.Context, args []string) int {
+	fs := env.newFlags("relay unregister", "relay unregister SPACE [--json]")
+	asJSON := fs.Bool("json", false, "print the answer as JSON")
+	pos, _, err := parseArgs(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return ExitUsage
+	}
+	reg, err := env.registry()
+	if err != nil {
+		return env.fail(ExitFailure, err)
+	}
+	r, err := relayreg.Unregister(ctx, reg, pos[0])
+	if err != nil {
+		return env.fail(ExitFailure, err)
+	}
+	if *asJSON {
+		return env.printJSON("write", r)
+	}
+	if r.Unregistered {
+		fmt.Fprintf(env.Stdout, "%s is off the relay\n", r.Space)
+	} else {
+		fmt.Fprintf(env.Stdout, "%s was not on the relay\n", r.Space)
+	}
+	return ExitOK
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
