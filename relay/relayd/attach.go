@@ -2,6 +2,7 @@ package relayd
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"io"
 	"log/slog"
@@ -122,7 +123,7 @@ func (s *Server) handshake(comp store.Computer, conn *tunnel.WSConn, mux *yamux.
 	}
 	hb := s.cfg.Limits.Heartbeat
 	welcome := protocol.Welcome{
-		Version: v, GrantKey: s.cfg.Store.GrantKey().Public().([]byte),
+		Version: v, GrantKey: s.cfg.Store.GrantKey().Public().(ed25519.PublicKey),
 		Heartbeat: protocol.MillisOf(hb), Node: s.cfg.Node, Computer: comp.Name,
 	}
 	if err := ctrl.WriteMessage(welcome); err != nil {
@@ -278,8 +279,10 @@ func (ss *session) end(code protocol.CloseCode, msg string) {
 		if code != protocol.CloseNormal || msg != "" {
 			_ = protocol.NewWriter(ss.ctrlSt, closeFrameTimeout).WriteMessage(protocol.Close{Code: code, Message: msg})
 		}
-		_ = ss.mux.Close()
+		// The WebSocket first: yamux's Close would close it with a
+		// normal closure, and the Space reads the code from its close frame.
 		_ = ss.ws.CloseWith(int(code), code.String())
+		_ = ss.mux.Close()
 		ss.mu.Lock()
 		for _, t := range ss.transports {
 			t.CloseIdleConnections()

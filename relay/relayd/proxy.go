@@ -34,12 +34,9 @@ const (
 // goes to the Space on a stream with a grant of the caller, its
 // Authorization stripped.
 func (s *Server) handleProxy(w http.ResponseWriter, r *http.Request, u store.User) {
-	rest := strings.TrimPrefix(r.URL.EscapedPath(), relayapi.PrefixComputer)
-	name, rawPath, _ := strings.Cut(rest, "/")
-	rawPath = "/" + rawPath
-	path, err := url.PathUnescape(rawPath)
+	name, path, rawPath, err := splitComputerPath(r.URL.EscapedPath())
 	if err != nil {
-		writeError(w, api.Errorf(api.KindInvalidArgument, "path %q: %v", rawPath, err))
+		writeError(w, err)
 		return
 	}
 	comp, err := s.cfg.Store.Computer(r.Context(), name)
@@ -93,6 +90,25 @@ func (s *Server) handleProxy(w http.ResponseWriter, r *http.Request, u store.Use
 		ErrorLog: nil,
 	}
 	rp.ServeHTTP(w, r)
+}
+
+// splitComputerPath splits /c/<computer>/<daemon path> (escaped, as on the
+// wire) into the computer's name and the daemon path, unescaped and as
+// sent. The name is not checked here (the store's lookup does).
+func splitComputerPath(escaped string) (name, path, rawPath string, err error) {
+	rest, ok := strings.CutPrefix(escaped, relayapi.PrefixComputer)
+	if !ok {
+		return "", "", "", api.Errorf(api.KindNotFound, "path %.200q: not under %s", escaped, relayapi.PrefixComputer)
+	}
+	name, rawPath, _ = strings.Cut(rest, "/")
+	rawPath = "/" + rawPath
+	if name, err = url.PathUnescape(name); err != nil {
+		return "", "", "", api.Errorf(api.KindInvalidArgument, "computer name in %.200q: %v", escaped, err)
+	}
+	if path, err = url.PathUnescape(rawPath); err != nil {
+		return "", "", "", api.Errorf(api.KindInvalidArgument, "path %.200q: %v", rawPath, err)
+	}
+	return name, path, rawPath, nil
 }
 
 // filesPrefix is where the files routes live ("/v1/files/").
