@@ -173,6 +173,9 @@ type standInSpace struct {
 	srv     *http.Server
 	ln      *chanListener
 
+	// silent: answer no ping (a Space whose VM froze).
+	silent bool
+
 	mu      sync.Mutex
 	goAways []protocol.GoAway
 	closed  chan protocol.CloseCode // the relay's Close frame, or the WebSocket's close code
@@ -207,6 +210,11 @@ func (r *testRelay) dialAttach(token string) (*websocket.Conn, *http.Response, e
 // test unless the relay welcomes it.
 func (r *testRelay) attach(token string, h http.Handler) *standInSpace {
 	r.t.Helper()
+	return r.attachWith(token, h, false)
+}
+
+func (r *testRelay) attachWith(token string, h http.Handler, silent bool) *standInSpace {
+	r.t.Helper()
 	ws, resp, err := r.dialAttach(token)
 	if err != nil {
 		if resp != nil {
@@ -234,7 +242,7 @@ func (r *testRelay) attach(token string, h http.Handler) *standInSpace {
 		r.t.Fatal(err)
 	}
 	sp := &standInSpace{t: r.t, relay: r, ws: ws, mux: mux, ctrl: protocol.NewWriter(st, 5*time.Second),
-		closed: closed, done: make(chan struct{}), ln: newChanListener()}
+		silent: silent, closed: closed, done: make(chan struct{}), ln: newChanListener()}
 	if err := sp.ctrl.WriteMessage(protocol.NewHello("", "test-space")); err != nil {
 		r.t.Fatal(err)
 	}
@@ -270,7 +278,9 @@ func (sp *standInSpace) control(rd *protocol.Reader) {
 		}
 		switch m := m.(type) {
 		case protocol.Ping:
-			_ = sp.ctrl.WriteMessage(protocol.Pong(m))
+			if !sp.silent {
+				_ = sp.ctrl.WriteMessage(protocol.Pong(m))
+			}
 		case protocol.GoAway:
 			sp.mu.Lock()
 			sp.goAways = append(sp.goAways, m)

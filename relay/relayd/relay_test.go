@@ -383,3 +383,29 @@ func TestRemoveUser(t *testing.T) {
 	}
 
 }
+
+// The relay pings every heartbeat; a Space that answers nothing for
+// MissedHeartbeats intervals is ended with heartbeat_timeout, and one that
+// answers stays.
+func TestHeartbeat(t *testing.T) {
+	r := startRelay(t, t.TempDir(), relayd.Limits{Heartbeat: time.Second})
+	alice := r.user("alice")
+	live := r.register(alice, "live")
+	frozen := r.register(alice, "frozen")
+	spLive := r.attach(live.Token, echoHandler())
+	spFrozen := r.attachWith(frozen.Token, echoHandler(), true)
+	if spFrozen.welcome.Heartbeat != protocol.MillisOf(time.Second) {
+		t.Fatalf("welcome heartbeat: %d ms", spFrozen.welcome.Heartbeat)
+	}
+	if code := spFrozen.waitClosed(); code != protocol.CloseHeartbeatTimeout {
+		t.Fatalf("a silent Space's session: %s", code)
+	}
+	select {
+	case code := <-spLive.closed:
+		t.Fatalf("the live Space's session ended too: %s", code)
+	default:
+	}
+	if st, b, _ := r.do(http.MethodGet, "/c/live/v1/capabilities", alice, nil); st != 200 {
+		t.Fatalf("the live Space after the other's timeout: %d %s", st, b)
+	}
+}
