@@ -87,7 +87,7 @@ func (s *Server) handleProxy(w http.ResponseWriter, r *http.Request, u store.Use
 			}
 			writeError(w, api.Errorf(api.KindRelay, "computer %q: %v", name, err))
 		},
-		ErrorLog: nil,
+		ErrorLog: s.proxyLog,
 	}
 	rp.ServeHTTP(w, r)
 }

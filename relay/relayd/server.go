@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -121,7 +122,8 @@ type Server struct {
 	pending  map[[32]byte]*pendingData
 	closing  bool
 
-	metrics Metrics
+	metrics  Metrics
+	proxyLog *log.Logger // ReverseProxy's own lines, at Debug
 }
 
 // New makes a Server.
@@ -163,6 +165,7 @@ func New(cfg Config) (*Server, error) {
 		sessions: map[string]*session{},
 		pending:  map[[32]byte]*pendingData{},
 	}
+	s.proxyLog = slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)
 	s.upgrader = websocket.Upgrader{
 		// Small buffers, and the write buffer pooled between writes: an
 		// idle session must cost kilobytes (10,000 per GiB is the target).
