@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -125,6 +126,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if os.Getenv("GOGC") == "" {
+		// A relay's heap is mostly idle sessions that live long: collecting
+		// at +50% rather than +100% keeps RSS near what they need (about 60
+		// rather than 80 KiB per attached computer) for little CPU.
+		debug.SetGCPercent(50)
+	}
 	if err := os.MkdirAll(*dataDir, 0o700); err != nil {
 		fmt.Fprintf(stderr, "cua-relay: %v\n", err)
 		return 1

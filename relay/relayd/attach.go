@@ -88,7 +88,12 @@ func (s *Server) handleAttach(w http.ResponseWriter, r *http.Request) {
 	}
 	conn := tunnel.NewWSConn(ws)
 	log := s.log.With("computer", comp.Name, "remote", r.RemoteAddr)
-	mux, err := yamux.Server(conn, tunnel.Config(log))
+	ycfg := tunnel.Config(log)
+	// The control stream's heartbeats find a dead Space; yamux's own
+	// keepalive would be one more goroutine per idle session (the Space's
+	// keepalive pings are still answered).
+	ycfg.EnableKeepAlive = false
+	mux, err := yamux.Server(conn, ycfg)
 	if err != nil {
 		_ = conn.CloseWith(int(protocol.CloseInternalError), "yamux")
 		return

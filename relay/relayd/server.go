@@ -169,7 +169,8 @@ func New(cfg Config) (*Server, error) {
 	s.upgrader = websocket.Upgrader{
 		// Small buffers, and the write buffer pooled between writes: an
 		// idle session must cost kilobytes (10,000 per GiB is the target).
-		ReadBufferSize:  4 << 10,
+		// ReadBufferSize 0 reuses the server's 4 KiB reader of the
+		// hijacked connection instead of a second one.
 		WriteBufferSize: 4 << 10,
 		WriteBufferPool: &sync.Pool{},
 		// A Space is no browser: a request with an Origin is refused.
