@@ -98,46 +98,51 @@ func (s *Server) handleAttach(w http.ResponseWriter, r *http.Request) {
 		_ = conn.CloseWith(int(protocol.CloseInternalError), "yamux")
 		return
 	}
-	ss, err := s.handshake(comp, conn, mux, log)
+	ss, welcome, err := s.handshake(comp, conn, mux, log)
 	if err != nil {
 		log.Info("attach refused", "err", err, "code", protocol.CloseCodeFor(err).String())
-		_ = mux.Close()
 		_ = conn.CloseWith(int(protocol.CloseCodeFor(err)), protocol.CloseCodeFor(err).String())
+		_ = mux.Close()
 		return
 	}
-	s.register(ss)
+	// Registered before the Welcome goes out: a Space that heard Welcome
+	// is reachable, so a call right after its attach never finds it offline.
+	if !s.register(ss) {
+		return
+	}
+	if err := ss.ctrl.WriteMessage(welcome); err != nil {
+		ss.end(protocol.CloseNormal, "")
+		return
+	}
+	ss.ping.Reset(s.cfg.Limits.Heartbeat)
 	ss.loop()
 }
 
-// handshake accepts the control stream and answers its Hello.
-func (s *Server) handshake(comp store.Computer, conn *tunnel.WSConn, mux *yamux.Session, log *slog.Logger) (*session, error) {
+// handshake accepts the control stream and reads its Hello; it answers
+// the session and the Welcome to send it.
+func (s *Server) handshake(comp store.Computer, conn *tunnel.WSConn, mux *yamux.Session, log *slog.Logger) (*session, protocol.Welcome, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), HelloTimeout)
 	defer cancel()
 	st, err := mux.AcceptStreamWithContext(ctx)
 	if err != nil {
-		return nil, api.Errorf(api.KindRelay, "no control stream within %s: %w", HelloTimeout, err)
+		return nil, protocol.Welcome{}, api.Errorf(api.KindRelay, "no control stream within %s: %w", HelloTimeout, err)
 	}
 	_ = st.SetReadDeadline(time.Now().Add(HelloTimeout))
-	ctrl := protocol.NewWriter(st, protocol.DefaultWriteTimeout)
 	hello, v, err := readHello(st)
 	if err != nil {
 		code := protocol.CloseCodeFor(err)
-		closeW := protocol.NewWriter(st, closeFrameTimeout)
-		_ = closeW.WriteMessage(protocol.Close{Code: code, Message: trimText(api.AsError(err).Message)})
-		return nil, err
+		_ = protocol.NewWriter(st, closeFrameTimeout).WriteMessage(protocol.Close{Code: code, Message: trimText(api.AsError(err).Message)})
+		return nil, protocol.Welcome{}, err
 	}
-	hb := s.cfg.Limits.Heartbeat
 	welcome := protocol.Welcome{
 		Version: v, GrantKey: s.cfg.Store.GrantKey().Public().(ed25519.PublicKey),
-		Heartbeat: protocol.MillisOf(hb), Node: s.cfg.Node, Computer: comp.Name,
+		Heartbeat: protocol.MillisOf(s.cfg.Limits.Heartbeat), Node: s.cfg.Node, Computer: comp.Name,
 	}
-	if err := ctrl.WriteMessage(welcome); err != nil {
-		return nil, err
-	}
-	return &session{
+	ss := &session{
 		srv: s, comp: comp, version: v, since: s.clock.Now(), daemon: hello.DaemonVersion,
-		ws: conn, mux: mux, ctrl: ctrl, ctrlSt: st, log: log, done: make(chan struct{}),
-	}, nil
+		ws: conn, mux: mux, ctrl: protocol.NewWriter(st, protocol.DefaultWriteTimeout), ctrlSt: st, log: log, done: make(chan struct{}),
+	}
+	return ss, welcome, nil
 }
 
 // readHello reads the first frame of a control stream: a Hello of a
@@ -178,11 +183,20 @@ func isValidText(s string) bool {
 
 // register makes ss the session of its computer; one that was there is
 // ended with CloseReplaced (a Space that redialled before the relay saw
-// its old session die).
-func (s *Server) register(ss *session) {
-	// The timer exists before anyone else can see ss (and end it).
-	ss.ping = time.AfterFunc(s.cfg.Limits.Heartbeat, ss.sendPing)
+// its old session die). A relay shutting down answers GoAway and ends ss
+// instead (false).
+func (s *Server) register(ss *session) bool {
+	// The timer exists, stopped, before anyone else can see ss (and end
+	// it); the first ping goes after the Welcome.
+	ss.ping = time.AfterFunc(time.Hour, ss.sendPing)
+	ss.ping.Stop()
 	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		_ = ss.ctrl.WriteMessage(protocol.GoAway{Reason: protocol.CloseGoingAway, Message: "relay shutting down", RetryAfter: protocol.MillisOf(GoAwayRetryAfter)})
+		ss.end(protocol.CloseGoingAway, "relay shutting down")
+		return false
+	}
 	old := s.sessions[ss.comp.Name]
 	s.sessions[ss.comp.Name] = ss
 	s.mu.Unlock()
@@ -192,6 +206,7 @@ func (s *Server) register(ss *session) {
 	s.metrics.Attaches.Add(1)
 	ss.log.Info("attached", "daemon_version", ss.daemon, "version", ss.version)
 	s.audit(store.AuditAttach, ss.comp.Name, "node "+s.cfg.Node)
+	return true
 }
 
 func (s *Server) audit(action, computer, detail string) {

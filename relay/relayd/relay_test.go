@@ -409,3 +409,31 @@ func TestHeartbeat(t *testing.T) {
 		t.Fatalf("the live Space after the other's timeout: %d %s", st, b)
 	}
 }
+
+// The node holds at most MaxSessions sessions: the next Space hears 503
+// too_many_sessions with Retry-After; a computer already attached may
+// still replace its own session. /health answers without a token.
+func TestSessionCap(t *testing.T) {
+	r := startRelay(t, t.TempDir(), relayd.Limits{MaxSessions: 1})
+	alice := r.user("alice")
+	one, two := r.register(alice, "one"), r.register(alice, "two")
+	r.attach(one.Token, echoHandler())
+	ws, resp, err := r.dialAttach(two.Token)
+	if err == nil {
+		ws.Close()
+		t.Fatal("a session past the cap was upgraded")
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if e := errorOf(t, b); resp.StatusCode != http.StatusServiceUnavailable || e.Reason != "too_many_sessions" || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("past the cap: %d %s (Retry-After %q)", resp.StatusCode, b, resp.Header.Get("Retry-After"))
+	}
+	r.attach(one.Token, echoHandler()) // a replacement is no new session
+	if n := r.Server.Sessions(); n != 1 {
+		t.Fatalf("sessions: %d", n)
+	}
+	var h relayapi.Health
+	st, b, _ := r.do(http.MethodGet, relayapi.PathHealth, "", nil)
+	if err := json.Unmarshal(b, &h); st != 200 || err != nil || h.Relay != relayapi.RelayName || h.Node != "n1" {
+		t.Fatalf("health: %d %s", st, b)
+	}
+}
