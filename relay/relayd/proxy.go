@@ -163,6 +163,9 @@ func (ss *session) transport(u store.User, bulk bool) http.RoundTripper {
 		DisableCompression:     true,
 		MaxResponseHeaderBytes: maxResponseHeaderBytes,
 	}
+	if bulk {
+		t.ReadBufferSize, t.WriteBufferSize = dataBufferSize, dataBufferSize
+	}
 	ss.transports[key] = t
 	return t
 }
@@ -244,7 +247,7 @@ func (s *Server) handleData(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, api.Errorf(api.KindUnauthenticated, "data connection: unknown or used data token").WithReason(protocol.CloseTokenInvalid.String()))
 		return
 	}
-	ws, err := s.upgrader.Upgrade(w, r, nil)
+	ws, err := s.dataUpgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return
 	}

@@ -115,6 +115,9 @@ type Server struct {
 	log      *slog.Logger
 	clock    Clock
 	upgrader websocket.Upgrader
+	// dataUpgrader has larger buffers: a data connection carries bulk, and
+	// a 4 KiB frame per write would cost throughput. There are few at once.
+	dataUpgrader websocket.Upgrader
 	pauses   chan struct{} // MaxBadTokenPauses slots
 
 	mu       sync.Mutex
@@ -176,8 +179,18 @@ func New(cfg Config) (*Server, error) {
 		// A Space is no browser: a request with an Origin is refused.
 		CheckOrigin: func(r *http.Request) bool { return r.Header.Get("Origin") == "" },
 	}
+	s.dataUpgrader = websocket.Upgrader{
+		ReadBufferSize:  dataBufferSize,
+		WriteBufferSize: dataBufferSize,
+		WriteBufferPool: &sync.Pool{},
+		CheckOrigin:     s.upgrader.CheckOrigin,
+	}
 	return s, nil
 }
+
+// dataBufferSize is the buffer of a data connection's WebSocket and of the
+// HTTP exchange over it.
+const dataBufferSize = 64 << 10
 
 // Metrics are the server's counters.
 func (s *Server) Metrics() *Metrics { return &s.metrics }
