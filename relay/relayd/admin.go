@@ -39,11 +39,18 @@ func (s *Server) AdminHandler() http.Handler {
 	return mux
 }
 
+// maxSocketPath is the longest unix socket path every platform takes
+// (sun_path: 108 bytes on Linux, 104 on macOS, with its NUL).
+const maxSocketPath = 103
+
 // ListenAdmin listens on dataDir/admin.sock (mode 0600). A socket left by
 // a relay that died is replaced; one a running relay answers on is not
 // (two relays on one data dir is an error).
 func ListenAdmin(dataDir string) (net.Listener, error) {
 	p := filepath.Join(dataDir, relayapi.AdminSocket)
+	if len(p) > maxSocketPath {
+		return nil, api.Errorf(api.KindInvalidArgument, "admin socket %s: %d bytes, over the %d a unix socket's path may have; use a shorter --data-dir", p, len(p), maxSocketPath)
+	}
 	if c, err := net.DialTimeout("unix", p, time.Second); err == nil {
 		c.Close()
 		return nil, api.Errorf(api.KindInvalidArgument, "admin socket %s: another relay serves this data dir", p)
