@@ -115,7 +115,21 @@ func (s *Server) handleAttach(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ss.ping.Reset(s.cfg.Limits.Heartbeat)
+	go ss.refuseStreams()
 	ss.loop()
+}
+
+// refuseStreams ends the session when the Space opens a stream of its
+// own: only the control stream is the Space's, every other is the relay's.
+// Left unaccepted, such streams would each hold a window of data in the
+// relay's memory.
+func (ss *session) refuseStreams() {
+	st, err := ss.mux.AcceptStream()
+	if err != nil {
+		return // the session ended
+	}
+	_ = st.Close()
+	ss.end(protocol.CloseProtocolError, "a Space opens no stream but its control stream")
 }
 
 // handshake accepts the control stream and reads its Hello; it answers

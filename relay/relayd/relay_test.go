@@ -437,3 +437,21 @@ func TestSessionCap(t *testing.T) {
 		t.Fatalf("health: %d %s", st, b)
 	}
 }
+
+// A Space opens no stream but its control stream: one more ends its
+// session with protocol_error (it would hold a window of the relay's
+// memory unread).
+func TestSpaceStreamRefused(t *testing.T) {
+	r := startRelay(t, t.TempDir(), relayd.Limits{})
+	alice := r.user("alice")
+	ct := r.register(alice, "box")
+	sp := r.attach(ct.Token, echoHandler())
+	st, err := sp.mux.OpenStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = st.Write([]byte("hello"))
+	if code := sp.waitClosed(); code != protocol.CloseProtocolError {
+		t.Fatalf("a Space's own stream: %s", code)
+	}
+}
