@@ -118,7 +118,7 @@ type Server struct {
 	// dataUpgrader has larger buffers: a data connection carries bulk, and
 	// a 4 KiB frame per write would cost throughput. There are few at once.
 	dataUpgrader websocket.Upgrader
-	pauses   chan struct{} // MaxBadTokenPauses slots
+	pauses       chan struct{} // MaxBadTokenPauses slots
 
 	mu       sync.Mutex
 	sessions map[string]*session // by computer name
