@@ -12,12 +12,14 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/hashicorp/yamux"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/relay/protocol"
 	"github.com/trycua/cua-spacesd/relay/relayapi"
 	"github.com/trycua/cua-spacesd/relay/relayd"
 	"github.com/trycua/cua-spacesd/relay/store"
+	"github.com/trycua/cua-spacesd/relay/tunnel"
 )
 
 // A Space attaches; its owner's GET, POST and WebSocket reach it through
@@ -453,5 +455,47 @@ func TestSpaceStreamRefused(t *testing.T) {
 	_, _ = st.Write([]byte("hello"))
 	if code := sp.waitClosed(); code != protocol.CloseProtocolError {
 		t.Fatalf("a Space's own stream: %s", code)
+	}
+}
+
+// A Hello of versions the relay does not speak is answered with Close
+// unsupported_version, and the WebSocket closes with that code.
+func TestHelloUnsupportedVersion(t *testing.T) {
+	r := startRelay(t, t.TempDir(), relayd.Limits{})
+	alice := r.user("alice")
+	ct := r.register(alice, "box")
+	ws, _, err := r.dialAttach(ct.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsCode := make(chan int, 1)
+	ws.SetCloseHandler(func(code int, _ string) error { wsCode <- code; return nil })
+	mux, err := yamux.Client(tunnel.NewWSConn(ws), tunnel.Config(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mux.Close()
+	st, err := mux.OpenStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := protocol.NewWriter(st, 5*time.Second)
+	if err := w.WriteMessage(protocol.Hello{MinVersion: protocol.Version + 1, MaxVersion: protocol.Version + 2, DaemonVersion: "future"}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := protocol.NewReader(st).ReadMessage()
+	if c, ok := m.(protocol.Close); err != nil || !ok || c.Code != protocol.CloseUnsupportedVersion {
+		t.Fatalf("answer to a future hello: %+v %v", m, err)
+	}
+	select {
+	case code := <-wsCode:
+		if code != int(protocol.CloseUnsupportedVersion) {
+			t.Fatalf("WebSocket close code %d", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the WebSocket did not close")
+	}
+	if n := r.Server.Sessions(); n != 0 {
+		t.Fatalf("sessions: %d", n)
 	}
 }
