@@ -2,7 +2,7 @@
 GO       ?= go
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
-BINARIES := cua-spacesd cua-bridge
+BINARIES := cua-spacesd cua-bridge cua-relay
 # go test through scripts/gotest: plain go test output, then which tests were
 # skipped and why (a machine without Xvfb skips the desktop tests).
 GOTEST   ?= GO=$(GO) $(GO) run ./scripts/gotest -race -count=1 -timeout 20m
@@ -26,6 +26,7 @@ else
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cua-spacesd ./spacesd
 endif
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cua-bridge ./bridge
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cua-relay ./relay
 
 # test: every suite a person waits for (under 8 minutes on a 2-core machine).
 # The heavier checks have targets of their own, which .ci/run also runs:

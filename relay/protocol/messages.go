@@ -65,8 +65,8 @@ type Message interface {
 // went in the WSS upgrade's Authorization header, and the relay checks
 // that Computer is the computer that token belongs to.
 type Hello struct {
-	MinVersion    int    `json:"min_version"`
-	MaxVersion    int    `json:"max_version"`
+	MinVersion int `json:"min_version"`
+	MaxVersion int `json:"max_version"`
 	// Computer is the name the Space believes it has, or "" when it
 	// knows only its token (a first attach from --relay-token-file).
 	Computer      string `json:"computer,omitempty"`

@@ -1,0 +1,306 @@
+// Command cua-relay lets a Space dial out and its owner reach it from
+// anywhere, as relay:<computer>. Its state lives in an embedded NATS
+// JetStream on the data dir; the admin commands talk to the running relay
+// through its admin socket (DATA_DIR/admin.sock), never to the store.
+//
+//	cua-relay serve --listen ADDR --data-dir DIR [--tls-cert F --tls-key F | --tls-self-signed] [--public-url wss://...] [--node NAME]
+//	cua-relay user add NAME [--email E] --data-dir DIR
+//	cua-relay user ls|rm ...
+//	cua-relay token create USER --data-dir DIR     prints a user's API token, once
+//	cua-relay computer ls --data-dir DIR
+//	cua-relay version
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/relay/protocol"
+	"github.com/trycua/cua-spacesd/relay/relayd"
+)
+
+// version is set at link time (-X main.version=...).
+var version = "dev"
+
+// dataDirEnv names the data dir when --data-dir is not given.
+const dataDirEnv = "CUA_RELAY_DATA_DIR"
+
+const usage = `usage: cua-relay <command> [flags]
+  serve --listen ADDR --data-dir DIR [--tls-cert F --tls-key F | --tls-self-signed]
+        [--public-url wss://HOST[:PORT]]... [--node NAME]
+  user add NAME [--email E] --data-dir DIR
+  user ls --data-dir DIR
+  user rm NAME --data-dir DIR          removes the user's tokens and computers too
+  token create USER --data-dir DIR     prints a new API token for USER, once
+  computer ls --data-dir DIR
+  version
+--data-dir defaults to $` + dataDirEnv + `.`
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the whole command; ctx ends serve (as a signal does).
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usage)
+		return 2
+	}
+	cmd, args := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return serve(ctx, args, stdout, stderr)
+	case "user", "token", "computer":
+		return admin(ctx, cmd, args, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintf(stdout, "cua-relay %s (protocol %d)\n", version, protocol.Version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "cua-relay: unknown command %q\n%s\n", cmd, usage)
+	return 2
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", ":8443", "address to listen on")
+	dataDir := fs.String("data-dir", os.Getenv(dataDirEnv), "where the relay keeps its state (JetStream), its TLS pair and its admin socket")
+	certFile := fs.String("tls-cert", "", "serve HTTPS and WSS with this PEM certificate (chain)")
+	keyFile := fs.String("tls-key", "", "the PEM private key of --tls-cert")
+	selfSigned := fs.Bool("tls-self-signed", false, "serve with a key pair made once in the data dir (tls/) and reused; prints its sha256 fingerprint for Spaces to pin")
+	insecure := fs.Bool("insecure-no-tls", false, "serve plain HTTP (only behind a proxy that terminates TLS)")
+	var urls listFlag
+	fs.Var(&urls, "public-url", "a wss:// URL Spaces reach this relay at (repeatable; default wss://<listen address>)")
+	node := fs.String("node", "", "this node's name (default: the host name)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	switch {
+	case *dataDir == "":
+		fmt.Fprintf(stderr, "cua-relay: give --data-dir (or $%s)\n", dataDirEnv)
+		return 2
+	case (*certFile == "") != (*keyFile == ""):
+		fmt.Fprintln(stderr, "cua-relay: give --tls-cert and --tls-key together")
+		return 2
+	case *selfSigned && *certFile != "":
+		fmt.Fprintln(stderr, "cua-relay: give --tls-cert/--tls-key or --tls-self-signed, not both")
+		return 2
+	case !*selfSigned && *certFile == "" && !*insecure:
+		fmt.Fprintln(stderr, "cua-relay: give --tls-cert and --tls-key, or --tls-self-signed (or --insecure-no-tls behind a TLS proxy)")
+		return 2
+	}
+	for _, u := range urls {
+		if !strings.HasPrefix(u, "wss://") && !strings.HasPrefix(u, "ws://") {
+			fmt.Fprintf(stderr, "cua-relay: --public-url %q: want wss://HOST[:PORT]\n", u)
+			return 2
+		}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "cua-relay: --log-level %q: %v\n", *logLevel, err)
+		return 2
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if os.Getenv("GOGC") == "" {
+		// A relay's heap is mostly idle sessions that live long: collecting
+		// at +50% rather than +100% keeps RSS near what they need (about 60
+		// rather than 80 KiB per attached computer) for little CPU.
+		debug.SetGCPercent(50)
+	}
+	if err := os.MkdirAll(*dataDir, 0o700); err != nil {
+		fmt.Fprintf(stderr, "cua-relay: %v\n", err)
+		return 1
+	}
+	var tlsConfig *tls.Config
+	switch {
+	case *certFile != "":
+		cert, fp, err := relayd.LoadCert(*certFile, *keyFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "cua-relay: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "cua-relay: TLS certificate %s (%s)\n", fp, *certFile)
+		tlsConfig = relayd.TLSConfig(cert)
+	case *selfSigned:
+		cert, fp, made, err := relayd.SelfSigned(*dataDir, certHosts(*listen, urls))
+		if err != nil {
+			fmt.Fprintf(stderr, "cua-relay: %v\n", err)
+			return 1
+		}
+		how := "reused"
+		if made {
+			how = "made"
+		}
+		fmt.Fprintf(stdout, "cua-relay: TLS self-signed certificate %s (%s, in %s)\n", fp, how, filepath.Join(*dataDir, relayd.SelfSignedDir))
+		tlsConfig = relayd.TLSConfig(cert)
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "cua-relay: listen %s: %v\n", *listen, err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	r, err := relayd.Start(ctx, ln, relayd.Options{DataDir: *dataDir, Node: *node, URLs: urls, TLS: tlsConfig, Logger: log, Version: version})
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "cua-relay: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "cua-relay: serving on %s (%s)\n", ln.Addr(), strings.Join(r.URLs, ", "))
+	log.Info("cua-relay serving", "addr", ln.Addr().String(), "version", version, "tls", tlsConfig != nil, "urls", r.URLs)
+	<-ctx.Done()
+	log.Info("cua-relay shutting down")
+	if err := r.Close(); err != nil {
+		log.Error("close", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// certHosts are the names a self-signed certificate is made for: the
+// listen host and the public URLs' hosts.
+func certHosts(listen string, urls []string) []string {
+	var out []string
+	if h, _, err := net.SplitHostPort(listen); err == nil && h != "" {
+		out = append(out, h)
+	}
+	for _, u := range urls {
+		hp := strings.TrimPrefix(strings.TrimPrefix(u, "wss://"), "ws://")
+		hp, _, _ = strings.Cut(hp, "/")
+		if h, _, err := net.SplitHostPort(hp); err == nil {
+			hp = h
+		}
+		out = append(out, strings.Trim(hp, "[]"))
+	}
+	return out
+}
+
+// admin is the commands that call the running relay's admin socket.
+func admin(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) int {
+	sub := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+	}
+	fs := flag.NewFlagSet(cmd+" "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := fs.String("data-dir", os.Getenv(dataDirEnv), "the data dir of the running relay")
+	email := fs.String("email", "", "the user's email (user add)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	// Flags may come before or after the one positional argument.
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if *dataDir == "" {
+		fmt.Fprintf(stderr, "cua-relay: give --data-dir (or $%s): it names which relay\n", dataDirEnv)
+		return 2
+	}
+	want := map[string]int{"user add": 1, "user ls": 0, "user rm": 1, "token create": 1, "computer ls": 0}
+	n, ok := want[cmd+" "+sub]
+	if !ok {
+		fmt.Fprintf(stderr, "cua-relay: unknown command %q\n%s\n", strings.TrimSpace(cmd+" "+sub), usage)
+		return 2
+	}
+	if len(pos) != n {
+		fmt.Fprintf(stderr, "cua-relay %s %s: want %d argument(s), got %d\n", cmd, sub, n, len(pos))
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c := relayd.NewAdminClient(*dataDir)
+	var out any
+	var err error
+	switch cmd + " " + sub {
+	case "user add":
+		out, err = c.CreateUser(ctx, pos[0], *email)
+		if err == nil && !*asJSON {
+			fmt.Fprintf(stdout, "user %s added; make an API token with: cua-relay token create %s\n", pos[0], pos[0])
+			return 0
+		}
+	case "user ls":
+		users, e := c.Users(ctx)
+		out, err = users, e
+		if err == nil && !*asJSON {
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tEMAIL\tID\tCREATED")
+			for _, u := range users {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", u.Name, u.Email, u.ID, time.UnixMilli(u.CreatedMS).UTC().Format(time.RFC3339))
+			}
+			tw.Flush()
+			return 0
+		}
+	case "user rm":
+		err = c.DeleteUser(ctx, pos[0])
+		if err == nil && !*asJSON {
+			fmt.Fprintf(stdout, "user %s removed, with their tokens and computers\n", pos[0])
+			return 0
+		}
+		out = map[string]bool{"deleted": err == nil}
+	case "token create":
+		tok, e := c.CreateToken(ctx, pos[0])
+		out, err = map[string]string{"user": pos[0], "token": tok}, e
+		if err == nil && !*asJSON {
+			// The token alone on stdout, for a pipe into a file; it is
+			// not kept anywhere else.
+			fmt.Fprintln(stdout, tok)
+			fmt.Fprintf(stderr, "cua-relay: the API token of %s is shown this once; keep it (cua-bridge relay login --token-file)\n", pos[0])
+			return 0
+		}
+	case "computer ls":
+		cs, e := c.Computers(ctx)
+		out, err = cs, e
+		if err == nil && !*asJSON {
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tOWNER\tONLINE\tNODE\tDAEMON")
+			for _, c := range cs {
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\n", c.Name, c.Owner, c.Online, c.Node, c.DaemonVersion)
+			}
+			tw.Flush()
+			return 0
+		}
+	}
+	if err != nil {
+		e := api.AsError(err)
+		fmt.Fprintf(stderr, "cua-relay: %s: %s\n", e.Kind, e.Message)
+		return 1
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil && !errors.Is(err, io.ErrClosedPipe) {
+		return 1
+	}
+	return 0
+}

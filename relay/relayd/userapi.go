@@ -1,0 +1,115 @@
+package relayd
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/relay/protocol"
+	"github.com/trycua/cua-spacesd/relay/relayapi"
+	"github.com/trycua/cua-spacesd/relay/store"
+)
+
+// maxJSONBody bounds the JSON body of a user or admin call.
+const maxJSONBody = 64 << 10
+
+func (s *Server) handleMe(w http.ResponseWriter, r *http.Request, u store.User) {
+	writeJSON(w, http.StatusOK, relayapi.Me{User: u})
+}
+
+func (s *Server) handleListComputers(w http.ResponseWriter, r *http.Request, u store.User) {
+	cs, err := s.cfg.Store.Computers(r.Context(), u.ID)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := relayapi.ComputerList{Computers: make([]relayapi.Computer, 0, len(cs))}
+	for _, c := range cs {
+		out.Computers = append(out.Computers, s.computerJSON(c, u.Name))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// handleCreateComputer is POST /v1/computers: a new computer (201), or a
+// new token for one the caller holds (200; its session ends with
+// token_rotated).
+func (s *Server) handleCreateComputer(w http.ResponseWriter, r *http.Request, u store.User) {
+	var req relayapi.CreateComputer
+	if err := readJSON(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	c, tok, rotated, err := s.cfg.Store.PutComputer(r.Context(), u.ID, req.Name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	status := http.StatusCreated
+	if rotated {
+		status = http.StatusOK
+		s.endSession(c.Name, protocol.CloseTokenRotated, "the computer's token was replaced")
+		s.audit(store.AuditRegister, c.Name, "token rotated by "+u.Name)
+	} else {
+		s.audit(store.AuditRegister, c.Name, "registered by "+u.Name)
+	}
+	writeJSON(w, status, relayapi.ComputerToken{Computer: s.computerJSON(c, u.Name), Token: tok, URLs: s.cfg.URLs})
+}
+
+func (s *Server) ownComputer(w http.ResponseWriter, r *http.Request, u store.User) (store.Computer, bool) {
+	name := r.PathValue("name")
+	c, err := s.cfg.Store.Computer(r.Context(), name)
+	if err != nil || c.Owner != u.ID {
+		if err != nil && api.KindOf(err) != api.KindNotFound && api.KindOf(err) != api.KindInvalidArgument {
+			writeError(w, err)
+			return c, false
+		}
+		writeError(w, api.Errorf(api.KindNotFound, "computer %q: not found among yours", name))
+		return c, false
+	}
+	return c, true
+}
+
+func (s *Server) handleGetComputer(w http.ResponseWriter, r *http.Request, u store.User) {
+	if c, ok := s.ownComputer(w, r, u); ok {
+		writeJSON(w, http.StatusOK, s.computerJSON(c, u.Name))
+	}
+}
+
+// handleDeleteComputer removes the computer; its session ends with
+// token_revoked.
+func (s *Server) handleDeleteComputer(w http.ResponseWriter, r *http.Request, u store.User) {
+	c, ok := s.ownComputer(w, r, u)
+	if !ok {
+		return
+	}
+	if err := s.cfg.Store.DeleteComputer(r.Context(), c.Name); err != nil {
+		writeError(w, err)
+		return
+	}
+	s.endSession(c.Name, protocol.CloseTokenRevoked, "the computer was unregistered")
+	s.audit(store.AuditUnregister, c.Name, "by "+u.Name)
+	writeJSON(w, http.StatusOK, relayapi.Deleted{Deleted: true})
+}
+
+// computerJSON is c as the API shows it, online or not.
+func (s *Server) computerJSON(c store.Computer, owner string) relayapi.Computer {
+	out := relayapi.Computer{Name: c.Name, Owner: owner, CreatedMS: c.CreatedMS}
+	if ss := s.session(c.Name); ss != nil {
+		out.Online, out.SinceMS, out.Node, out.DaemonVersion = true, ss.since.UnixMilli(), s.cfg.Node, ss.daemon
+	}
+	return out
+}
+
+// readJSON decodes a bounded, strict JSON body.
+func readJSON(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxJSONBody+1))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return api.Errorf(api.KindInvalidArgument, "request body: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return api.Errorf(api.KindInvalidArgument, "request body: data after the JSON value")
+	}
+	return nil
+}
