@@ -97,7 +97,7 @@ func Register(ctx context.Context, reg *registry.Registry, id, name string) (*Re
 	if err != nil && api.KindOf(err) != api.KindNotFound {
 		return nil, err
 	}
-	if exists && st.Attached && st.Connected && st.Computer == name && sameRelay(login.URL, st) {
+	if exists && st.Attached && st.Connected && st.Computer == name && sameRelay(relayKey(ctx, relay), login.URL, st) {
 		return answer(true), nil
 	}
 	// A new token (for a computer the user holds, the old one stops
@@ -150,7 +150,7 @@ func Unregister(ctx context.Context, reg *registry.Registry, id string) (*Unregi
 	if !st.Attached {
 		return out, nil
 	}
-	ours := sameRelay(login.URL, st)
+	ours := sameRelay(relayKey(ctx, relay), login.URL, st)
 	d, err := c.DetachRelay(ctx)
 	if err != nil {
 		return nil, relayAttachError(err)
@@ -250,7 +250,14 @@ func attachRequest(relay *relayapi.Client, ct *relayapi.ComputerToken) (api.Rela
 
 // sameRelay reports whether the Space's attachment names the relay at
 // base: one of its URLs has base's host.
-func sameRelay(base string, st *api.RelayStatus) bool {
+//
+// The relay's grant key decides when both are known (a Space may dial the
+// relay by another name than the bridge, through a proxy or a load
+// balancer); the host of its URLs only when not.
+func sameRelay(key, base string, st *api.RelayStatus) bool {
+	if key != "" && st.GrantKey != "" {
+		return key == st.GrantKey
+	}
 	b, err := url.Parse(base)
 	if err != nil {
 		return false
@@ -261,6 +268,16 @@ func sameRelay(base string, st *api.RelayStatus) bool {
 		}
 	}
 	return false
+}
+
+// relayKey is the relay's grant key as its /health says it, or "" when it
+// cannot be read (then sameRelay compares hosts).
+func relayKey(ctx context.Context, relay *relayapi.Client) string {
+	h, err := relay.Health(ctx)
+	if err != nil {
+		return ""
+	}
+	return h.GrantKey
 }
 
 // defaultName is a Space's computer name by default: its registered name,

@@ -26,17 +26,24 @@ func TestDefaultName(t *testing.T) {
 }
 
 func TestSameRelay(t *testing.T) {
+	const k1, k2 = "ed25519:AAAA", "ed25519:BBBB"
 	for _, tt := range []struct {
-		base string
-		st   api.RelayStatus
-		want bool
+		key, base string
+		st        api.RelayStatus
+		want      bool
 	}{
-		{"https://relay.example", api.RelayStatus{URLs: []string{"wss://relay.example/v1/attach"}}, true},
-		{"https://relay.example:8443", api.RelayStatus{URL: "wss://relay.example:8443/v1/attach"}, true},
-		{"https://relay.example", api.RelayStatus{URLs: []string{"wss://other.example/v1/attach"}}, false},
-		{"https://relay.example", api.RelayStatus{}, false},
+		{"", "https://relay.example", api.RelayStatus{URLs: []string{"wss://relay.example/v1/attach"}}, true},
+		{"", "https://relay.example:8443", api.RelayStatus{URL: "wss://relay.example:8443/v1/attach"}, true},
+		{"", "https://relay.example", api.RelayStatus{URLs: []string{"wss://other.example/v1/attach"}}, false},
+		{"", "https://relay.example", api.RelayStatus{}, false},
+		// The key decides when both sides know it: a Space dialling the
+		// relay through a proxy is this relay's; one on another relay
+		// under the same host name is not.
+		{k1, "https://relay.example", api.RelayStatus{URLs: []string{"wss://proxy.example"}, GrantKey: k1}, true},
+		{k1, "https://relay.example", api.RelayStatus{URLs: []string{"wss://relay.example"}, GrantKey: k2}, false},
+		{k1, "https://relay.example", api.RelayStatus{URLs: []string{"wss://relay.example"}}, true},
 	} {
-		if got := sameRelay(tt.base, &tt.st); got != tt.want {
+		if got := sameRelay(tt.key, tt.base, &tt.st); got != tt.want {
 			t.Errorf("sameRelay(%s, %+v) = %v", tt.base, tt.st, got)
 		}
 	}

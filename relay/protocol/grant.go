@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
@@ -227,4 +229,24 @@ func strictJSON(b []byte, v any) error {
 		return fmt.Errorf("data after the JSON value")
 	}
 	return nil
+}
+
+// GrantKeyPrefix spells a relay's Ed25519 grant key as text: in the
+// Space's relay.json and status, and in the relay's /health, so that a
+// bridge tells whether a Space is attached to this very relay.
+const GrantKeyPrefix = "ed25519:"
+
+// FormatGrantKey spells k as GrantKeyPrefix + base64.
+func FormatGrantKey(k ed25519.PublicKey) string {
+	return GrantKeyPrefix + base64.StdEncoding.EncodeToString(k)
+}
+
+// ParseGrantKey reads what FormatGrantKey wrote.
+func ParseGrantKey(s string) (ed25519.PublicKey, error) {
+	b64, ok := strings.CutPrefix(s, GrantKeyPrefix)
+	b, err := base64.StdEncoding.DecodeString(b64)
+	if !ok || err != nil || len(b) != ed25519.PublicKeySize {
+		return nil, api.Errorf(api.KindInvalidArgument, "grant key %.80q: want %s and %d bytes in base64", s, GrantKeyPrefix, ed25519.PublicKeySize)
+	}
+	return ed25519.PublicKey(b), nil
 }

@@ -195,6 +195,18 @@ func (c *Client) AttachURLs() []string {
 // CloseIdleConnections closes the client's idle connections.
 func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
 
+// Health is the relay's identity (GET /health): its node and grant key.
+func (c *Client) Health(ctx context.Context) (*Health, error) {
+	var h Health
+	if err := c.call(ctx, http.MethodGet, PathHealth, nil, &h); err != nil {
+		return nil, err
+	}
+	if h.Relay != RelayName {
+		return nil, api.Errorf(api.KindRelay, "%s answered but is no %s", c.base.Host, RelayName)
+	}
+	return &h, nil
+}
+
 // Me answers who the token belongs to.
 func (c *Client) Me(ctx context.Context) (*Me, error) {
 	var me Me

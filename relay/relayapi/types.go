@@ -46,6 +46,10 @@ type Health struct {
 	Version string `json:"version"`
 	Node    string `json:"node"`
 	Status  string `json:"status"`
+	// GrantKey is the key the relay signs grants with
+	// (protocol.FormatGrantKey): a Space whose status pins the same key
+	// is attached to this relay, whatever URL it dials it by.
+	GrantKey string `json:"grant_key"`
 }
 
 // RelayName tells a cua-relay from any other HTTP server.

@@ -7,6 +7,7 @@ package relayd
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -289,7 +290,8 @@ func (s *Server) Sessions() int {
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, relayapi.Health{Relay: relayapi.RelayName, Version: s.cfg.Version, Node: s.cfg.Node, Status: "ok"})
+	writeJSON(w, http.StatusOK, relayapi.Health{Relay: relayapi.RelayName, Version: s.cfg.Version, Node: s.cfg.Node, Status: "ok",
+		GrantKey: protocol.FormatGrantKey(s.cfg.Store.GrantKey().Public().(ed25519.PublicKey))})
 }
 
 // --- auth ---

@@ -2,7 +2,6 @@ package relaysvc
 
 import (
 	"crypto/ed25519"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/relay/protocol"
 )
 
 // Files of the state directory.
@@ -22,9 +22,6 @@ const (
 	// TokenFile holds the computer token a PUT /v1/relay gave (mode 0600).
 	TokenFile = "relay.token"
 )
-
-// grantKeyPrefix spells a pinned Ed25519 key in relay.json and the status.
-const grantKeyPrefix = "ed25519:"
 
 // attachment is what the Space keeps of its relay, in memory and in
 // StateFile. The token is not in it: it lives in TokenPath (the
@@ -38,7 +35,7 @@ type attachment struct {
 	TokenPath string `json:"token_file,omitempty"`
 	// Computer is the name the relay's Welcome gave (sent in the next Hello).
 	Computer string `json:"computer,omitempty"`
-	// GrantKey is the pinned key (grantKeyPrefix + base64), "" until the
+	// GrantKey is the pinned key (protocol.GrantKeyPrefix + base64), "" until the
 	// first session pins it.
 	GrantKey string `json:"grant_key,omitempty"`
 
@@ -53,18 +50,9 @@ func (a attachment) grantKey() (ed25519.PublicKey, error) {
 	return parseGrantKey(a.GrantKey)
 }
 
-func formatGrantKey(k ed25519.PublicKey) string {
-	return grantKeyPrefix + base64.StdEncoding.EncodeToString(k)
-}
+func formatGrantKey(k ed25519.PublicKey) string { return protocol.FormatGrantKey(k) }
 
-func parseGrantKey(s string) (ed25519.PublicKey, error) {
-	b64, ok := strings.CutPrefix(s, grantKeyPrefix)
-	b, err := base64.StdEncoding.DecodeString(b64)
-	if !ok || err != nil || len(b) != ed25519.PublicKeySize {
-		return nil, fmt.Errorf("grant key %q: want %s and %d bytes in base64", s, grantKeyPrefix, ed25519.PublicKeySize)
-	}
-	return ed25519.PublicKey(b), nil
-}
+func parseGrantKey(s string) (ed25519.PublicKey, error) { return protocol.ParseGrantKey(s) }
 
 // sameRelay reports whether b names the relay a names, so that what a
 // session learnt (computer, key) still holds.
