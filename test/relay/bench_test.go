@@ -35,9 +35,9 @@ func newBenchPair(b *testing.B) *benchPair {
 	state := b.TempDir()
 	cert := w.ca.Issue(b, "127.0.0.1")
 	o := spacesdtest.Options{
-		Files: filesvc.Options{StateDir: state},
-		Relay: relaysvc.Options{StateDir: state},
-		TLS: server.NewTLSConfig(func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }),
+		Files:     filesvc.Options{StateDir: state},
+		Relay:     relaysvc.Options{StateDir: state},
+		TLS:       server.NewTLSConfig(func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }),
 		ClientTLS: client.TLS{CAFile: w.caFile},
 	}
 	s := &space{d: spacesdtest.Start(b, o), stateDir: state, opts: o}

@@ -140,8 +140,8 @@ func TestOwnerDrivesSpaceThroughRelay(t *testing.T) {
 		xc := desktoptest.NewXClient(t, display, "relay-e2e", 300, 200, []desktoptest.Fill{{X: 0, Y: 0, W: 300, H: 200, RGB: red}})
 		var wins struct {
 			Windows []struct {
-				ID     uint32     `json:"window_id"`
-				Title  string     `json:"title"`
+				ID     uint32   `json:"window_id"`
+				Title  string   `json:"title"`
 				Bounds api.Rect `json:"bounds"`
 			} `json:"windows"`
 		}
