@@ -7,7 +7,7 @@ BINARIES := cua-spacesd cua-bridge cua-relay
 # skipped and why (a machine without Xvfb skips the desktop tests).
 GOTEST   ?= GO=$(GO) $(GO) run ./scripts/gotest -race -count=1 -timeout 20m
 
-.PHONY: build test test-browser test-release run bench cross lint fuzz clean
+.PHONY: build test test-browser test-relay test-release run run-relay bench cross lint fuzz clean
 
 # cua-spacesd streams the desktop with libvpx (cgo). With a C compiler and
 # Debian's libvpx-dev (which ships libvpx.a) it is linked statically, so the
@@ -30,14 +30,20 @@ endif
 
 # test: every suite a person waits for (under 8 minutes on a 2-core machine).
 # The heavier checks have targets of their own, which .ci/run also runs:
-# test-browser (the viewer page in Chromium), cross, test-release.
+# test-browser (the viewer page in Chromium), test-relay (the relay end to
+# end), cross, test-release.
 test: lint build
-	$(GOTEST) $$($(GO) list ./... | grep -v '/test/browser$$')
+	$(GOTEST) $$($(GO) list ./... | grep -v -e '/test/browser$$' -e '/test/relay$$')
 	sh test/node/run.sh
 
 # test-browser: the viewer page in headless Chromium (test/browser).
 test-browser: build
 	$(GOTEST) ./test/browser
+
+# test-relay: cua-relay end to end (test/relay): a real relay, Spaces and
+# the bridge, with faults cut into the links.
+test-relay: build
+	$(GOTEST) ./test/relay
 
 # test-release: make release twice, the second time from another directory
 # with an empty build cache, and compare (packaging/release_test.go). Apart
@@ -49,6 +55,11 @@ test-release:
 # serving MCP over streamable HTTP, registered in a throwaway CUA_HOME.
 run: build
 	@sh scripts/run.sh
+
+# run-relay: the same, with a local cua-relay beside them: the Space dials
+# out to it and the bridge reaches it as relay:local too.
+run-relay: build
+	@RELAY=1 sh scripts/run.sh
 
 # bench: each figure beside its comparison from the same run.
 bench: build

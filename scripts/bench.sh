@@ -50,6 +50,14 @@ COUNT=2 bench ./spacesd/procsvc 'ExecTrueHTTP' 1000x
 section "exec true on a Space serving TLS (pinned) through the bridge's registry: its one client per Space (one handshake, then a warm connection) vs a client built per call (a TLS handshake each, as before), same run"
 COUNT=2 bench ./bridge/registry 'TLSSpaceExec' 200x
 
+section "through cua-relay vs direct to the Space over TLS, same run: exec true (target: the relay adds <= 1 ms at p50), PTY echo round trip, PTY echo p99 idle vs during a 256 MiB download through the relay (target <= 20 ms), 256 MiB download (target: relay >= 40 % of direct)"
+COUNT=1 bench ./test/relay 'RelayExecTrue|RelayPTYEcho$' 500x
+COUNT=1 bench ./test/relay 'RelayPTYEchoDuringDownload' 300x
+COUNT=1 bench ./test/relay 'RelayDownload256MiB' 3x
+
+section "idle attached computers per GiB of relay RSS (target >= 10,000): ${CUA_BENCH_ATTACHERS:-10000} simulated Spaces in the test process, the relay in a process of its own, RSS from /proc; then the time from a relay restart to all of them attached again"
+COUNT=1 bench ./test/relay 'RelayIdleAttachers' 1x
+
 section "1920x1080 screenshot of a desktop-like picture in the daemon: scaled to 1280 as JPEG (target median <= 15 ms) and PNG, beside full size (JPEG target <= 25 ms) and the raw captures they start from (Xvfb)"
 bench ./capabilities/desktop 'Screenshot' 1s
 
