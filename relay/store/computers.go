@@ -88,7 +88,7 @@ func (s *Store) Computer(ctx context.Context, name string) (Computer, error) {
 	ctx, cancel := opContext(ctx)
 	defer cancel()
 	var c Computer
-	if _, err := s.getJSON(ctx, s.computers, name, &c); err != nil {
+	if err := mirrorJSON(ctx, s.computerMirror, name, &c); err != nil {
 		return Computer{}, notFound(err, "computer %q", name)
 	}
 	return c, nil
@@ -143,11 +143,26 @@ func (s *Store) deleteComputer(ctx context.Context, c Computer, reason string) e
 // is unauthenticated with reason token_invalid, token_revoked or
 // token_rotated.
 func (s *Store) ComputerByToken(ctx context.Context, token string) (Computer, error) {
-	rec, err := s.lookupToken(ctx, token, protocol.TokenComputer)
+	// The buckets themselves, not their mirrors: a Space attaches with a
+	// token a rotation made a moment ago, and must not meet the record the
+	// rotation replaced.
+	ctx, cancel := opContext(ctx)
+	defer cancel()
+	rec, err := s.lookupToken(ctx, token, protocol.TokenComputer, func(ctx context.Context, key string) ([]byte, error) {
+		e, err := s.tokens.Get(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return e.Value(), nil
+	})
 	if err != nil {
 		return Computer{}, err
 	}
-	c, err := s.Computer(ctx, rec.Computer)
+	var c Computer
+	_, err = s.getJSON(ctx, s.computers, rec.Computer, &c)
+	if err != nil {
+		err = notFound(err, "computer %q", rec.Computer)
+	}
 	if api.KindOf(err) == api.KindNotFound {
 		return Computer{}, tokenRefused(protocol.CloseTokenRevoked, "its computer was removed")
 	}
@@ -198,6 +213,18 @@ func (s *Store) getJSON(ctx context.Context, kv jetstream.KeyValue, key string, 
 		return 0, storeErr("read "+kv.Bucket()+" "+key, err)
 	}
 	return e.Revision(), nil
+}
+
+// mirrorJSON reads key through m into v.
+func mirrorJSON(ctx context.Context, m *mirror, key string, v any) error {
+	b, err := m.get(ctx, key)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return storeErr("read "+m.kv.Bucket()+" "+key, err)
+	}
+	return nil
 }
 
 // each calls fn with every live key and value of kv, in one pass.

@@ -83,6 +83,9 @@ type Store struct {
 	users, userNames, tokens, retired, computers, meta jetstream.KeyValue
 	audit                                              jetstream.Stream
 
+	// Mirrors of the buckets every relayed request reads (mirror.go).
+	tokenMirror, userMirror, computerMirror *mirror
+
 	grantKey ed25519.PrivateKey
 }
 
@@ -174,6 +177,14 @@ func (s *Store) open(ctx context.Context, node string) error {
 	if err != nil {
 		return api.Errorf(api.KindEnv, "relay store: stream %s: %w", StreamAudit, err)
 	}
+	for _, m := range []struct {
+		to **mirror
+		kv jetstream.KeyValue
+	}{{&s.tokenMirror, s.tokens}, {&s.userMirror, s.users}, {&s.computerMirror, s.computers}} {
+		if *m.to, err = newMirror(ctx, m.kv); err != nil {
+			return err
+		}
+	}
 	return s.loadGrantKey(ctx)
 }
 
@@ -207,6 +218,11 @@ func (s *Store) GrantKey() ed25519.PrivateKey { return s.grantKey }
 // Close ends the connection and stops nats-server, which flushes
 // JetStream's files.
 func (s *Store) Close() error {
+	for _, m := range []*mirror{s.tokenMirror, s.userMirror, s.computerMirror} {
+		if m != nil {
+			m.stop()
+		}
+	}
 	if s.nc != nil {
 		s.nc.Close()
 	}

@@ -107,7 +107,7 @@ func (s *Store) User(ctx context.Context, id string) (User, error) {
 	ctx, cancel := opContext(ctx)
 	defer cancel()
 	var u User
-	if _, err := s.getJSON(ctx, s.users, id, &u); err != nil {
+	if err := mirrorJSON(ctx, s.userMirror, id, &u); err != nil {
 		return User{}, notFound(err, "user %s", id)
 	}
 	return u, nil
@@ -208,7 +208,7 @@ func (s *Store) CreateUserToken(ctx context.Context, name string) (User, string,
 // unauthenticated with the close code's word as its reason (token_invalid,
 // token_revoked).
 func (s *Store) UserByToken(ctx context.Context, token string) (User, error) {
-	rec, err := s.lookupToken(ctx, token, protocol.TokenUser)
+	rec, err := s.lookupToken(ctx, token, protocol.TokenUser, s.tokenMirror.get)
 	if err != nil {
 		return User{}, err
 	}
@@ -219,18 +219,20 @@ func (s *Store) UserByToken(ctx context.Context, token string) (User, error) {
 	return u, err
 }
 
-// lookupToken finds the record of token, of kind want.
-func (s *Store) lookupToken(ctx context.Context, token string, want protocol.TokenKind) (tokenRecord, error) {
+// lookupToken finds the record of token, of kind want, reading the token
+// bucket with get (its mirror's, or the bucket's own).
+func (s *Store) lookupToken(ctx context.Context, token string, want protocol.TokenKind,
+	get func(context.Context, string) ([]byte, error)) (tokenRecord, error) {
 	if k, err := protocol.ParseToken(token); err != nil || k != want {
 		return tokenRecord{}, tokenRefused(protocol.CloseTokenInvalid, "not a "+string(want)+"_ token")
 	}
 	ctx, cancel := opContext(ctx)
 	defer cancel()
 	key := hashKey(token)
-	e, err := s.tokens.Get(ctx, key)
+	v, err := get(ctx, key)
 	if err == nil {
 		var rec tokenRecord
-		if err := json.Unmarshal(e.Value(), &rec); err != nil {
+		if err := json.Unmarshal(v, &rec); err != nil {
 			return tokenRecord{}, storeErr("read a token record", err)
 		}
 		if rec.Kind != want {
