@@ -40,7 +40,7 @@ if [ -z "${DISPLAY:-}" ] && command -v Xvfb >/dev/null 2>&1 && bin/cua-spacesd s
 	xvfb_flag="--xvfb"
 fi
 bin/cua-spacesd serve --listen "127.0.0.1:$spacesd_port" --token-file "$state/spacesd.token" \
-	$xvfb_flag 2>"$state/spacesd.log" &
+	--state-dir "$state/spacesd" $xvfb_flag 2>"$state/spacesd.log" &
 spacesd_pid=$!
 pids="$pids $spacesd_pid"
 

@@ -45,7 +45,7 @@ func TestDoctorJSON(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			os.Chmod(tok, tt.mode)
 			var out, errb bytes.Buffer
-			code := doctor.Main([]string{"--json", "--token-file", tok, "--display", tt.display}, &out, &errb, "test")
+			code := doctor.Main([]string{"--json", "--token-file", tok, "--display", tt.display, "--state-dir", t.TempDir()}, &out, &errb, "test")
 			if code != tt.wantCode {
 				t.Fatalf("exit %d, want %d; %s %s", code, tt.wantCode, out.String(), errb.String())
 			}
@@ -77,7 +77,9 @@ func TestDoctorJSON(t *testing.T) {
 
 func TestDoctorHumanAndUsage(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := doctor.Main([]string{}, &out, &errb, "test")
+	// A state dir of its own: the machine's default one may hold what
+	// another daemon left there (a relay it attached to, say).
+	code := doctor.Main([]string{"--state-dir", t.TempDir()}, &out, &errb, "test")
 	if code != 0 || !strings.Contains(out.String(), "PASS  shell") {
 		t.Fatalf("exit %d:\n%s%s", code, out.String(), errb.String())
 	}
@@ -90,7 +92,7 @@ func TestDoctorHumanAndUsage(t *testing.T) {
 // build with libvpx passes by opening a real encoder.
 func TestDoctorEncoder(t *testing.T) {
 	var out, errb bytes.Buffer
-	doctor.Main([]string{"--json"}, &out, &errb, "test")
+	doctor.Main([]string{"--json", "--state-dir", t.TempDir()}, &out, &errb, "test")
 	var rep doctor.Report
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out.String())
