@@ -30,20 +30,23 @@ endif
 
 # test: every suite a person waits for (under 8 minutes on a 2-core machine).
 # The heavier checks have targets of their own, which .ci/run also runs:
-# test-browser (the viewer page in Chromium), test-relay (the relay end to
-# end), cross, test-release.
+# test-browser (the viewer page in Chromium), test-relay (the cua-relay
+# program and the relay end to end), cross, test-release.
+RELAY_TESTS := ./relay ./relay/relayd ./relay/store ./test/relay
 test: lint build
-	$(GOTEST) $$($(GO) list ./... | grep -v -e '/test/browser$$' -e '/test/relay$$')
+	$(GOTEST) $$($(GO) list ./... | grep -v -e '/test/browser$$' -e '/test/relay$$' -e '/relay$$' -e '/relay/relayd$$' -e '/relay/store$$')
 	sh test/node/run.sh
 
 # test-browser: the viewer page in headless Chromium (test/browser).
 test-browser: build
 	$(GOTEST) ./test/browser
 
-# test-relay: cua-relay end to end (test/relay): a real relay, Spaces and
-# the bridge, with faults cut into the links.
+# test-relay: the cua-relay program's tests (its store on JetStream, its
+# server) and the relay end to end (test/relay): a real relay, Spaces and
+# the bridge, with faults cut into the links. The shared relay packages
+# (protocol, tunnel, relayapi) are in make test with their users.
 test-relay: build
-	$(GOTEST) ./test/relay
+	$(GOTEST) $(RELAY_TESTS)
 
 # test-release: make release twice, the second time from another directory
 # with an empty build cache, and compare (packaging/release_test.go). Apart

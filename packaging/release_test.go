@@ -82,8 +82,9 @@ func TestRelease(t *testing.T) {
 	checkSums(t, first, sums)
 	checkInstall(t, first)
 
+	programs := releasePrograms()
 	for _, a := range linuxArches {
-		for _, prog := range []string{"cua-spacesd", "cua-bridge"} {
+		for _, prog := range programs {
 			bin := filepath.Join(first, prog+"-linux-"+a.goarch)
 			desc := output(t, "file", bin)
 			if !strings.Contains(desc, "ELF 64-bit") || !strings.Contains(desc, a.file) || !strings.Contains(desc, "statically linked") {
@@ -99,11 +100,15 @@ func TestRelease(t *testing.T) {
 		if got := output(t, run[0], run[1:]...); strings.TrimSpace(got) != "cua-bridge "+releaseVersion {
 			t.Errorf("%v: %q", run, got)
 		}
+		run = append(slices.Clone(emulator), filepath.Join(first, "cua-relay-linux-"+a.goarch), "version")
+		if got := output(t, run[0], run[1:]...); !strings.HasPrefix(strings.TrimSpace(got), "cua-relay "+releaseVersion+" ") {
+			t.Errorf("%v: %q", run, got)
+		}
 	}
 
 	for _, arch := range []string{"amd64", "arm64"} {
 		machine := map[string]string{"amd64": "x86_64", "arm64": "arm64"}[arch]
-		for _, prog := range []string{"cua-spacesd", "cua-bridge"} {
+		for _, prog := range programs {
 			bin := filepath.Join(first, prog+"-darwin-"+arch)
 			if desc := output(t, "file", bin); !strings.Contains(desc, "Mach-O 64-bit "+machine) {
 				t.Errorf("file %s: %s; want Mach-O for %s", bin, desc, machine)
@@ -121,13 +126,12 @@ func TestRelease(t *testing.T) {
 	}
 }
 
-// releaseArtifacts are the names make release writes, sorted: cua-relay
-// too once relay/ has its program, as scripts/release.sh decides.
+// releasePrograms are the programs make release builds for every OS and arch.
+func releasePrograms() []string { return []string{"cua-bridge", "cua-relay", "cua-spacesd"} }
+
+// releaseArtifacts are the names make release writes, sorted.
 func releaseArtifacts() []string {
-	programs := []string{"cua-bridge", "cua-spacesd"}
-	if _, err := os.Stat("../relay/main.go"); err == nil {
-		programs = append(programs, "cua-relay")
-	}
+	programs := releasePrograms()
 	names := []string{"SHA256SUMS"}
 	for _, goos := range []string{"darwin", "linux"} {
 		for _, arch := range []string{"amd64", "arm64"} {

@@ -7,7 +7,7 @@
 #   cua-spacesd-darwin-{amd64,arm64}  CGO_ENABLED=0: no encoder, and they
 #                                     say so (capabilities, doctor)
 #   cua-bridge-{linux,darwin}-{amd64,arm64}   CGO_ENABLED=0, static
-#   cua-relay-...                     the same, once relay/ has a program
+#   cua-relay-{linux,darwin}-{amd64,arm64}    CGO_ENABLED=0, static
 # The linux binaries of the other arch need Debian's cross compiler and
 # that arch's libvpx-dev through multiarch (.ci/run installs them for
 # arm64 on amd64). A missing one stops the release before anything is
@@ -43,8 +43,7 @@ export GOTOOLCHAIN="$toolchain"
 export GOFLAGS= GOAMD64=v1 GOARM64=v8.0 GOEXPERIMENT= CGO_CFLAGS="-O2 -g" CGO_CPPFLAGS= CGO_LDFLAGS= CGO_CXXFLAGS=
 unset GOARM GO386 2>/dev/null || true
 
-programs="spacesd:cua-spacesd bridge:cua-bridge"
-[ -f relay/main.go ] && programs="$programs relay:cua-relay"
+programs="spacesd:cua-spacesd bridge:cua-bridge relay:cua-relay"
 targets="linux/amd64 linux/arm64 darwin/amd64 darwin/arm64"
 hostarch=$($GO env GOHOSTARCH)
 
