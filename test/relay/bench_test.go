@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"io"
+	"net"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -13,35 +14,58 @@ import (
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/api/client"
+	"github.com/trycua/cua-spacesd/relay/relayd"
 	"github.com/trycua/cua-spacesd/spacesd/filesvc"
 	"github.com/trycua/cua-spacesd/spacesd/relaysvc"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
-// benchPair is one Space serving TLS on loopback and attached to a relay,
-// and two clients of it: direct (TLS, pinned by the test CA) and through
-// the relay (the bridge's client of relay:box).
+// benchPair is one Space serving TLS on loopback and attached to a relay
+// that runs in a process of its own (as it would on its own machine: the
+// relay's goroutines do not share the test process's processors with the
+// Space's and the client's), and two clients of the Space: direct (TLS,
+// trusted by the test CA) and through the relay (the bridge's client of
+// relay:box).
 type benchPair struct {
-	w              *world
 	s              *space
 	direct, relayd *client.Client
 }
 
 func newBenchPair(b *testing.B) *benchPair {
 	b.Helper()
-	w := newWorld(b)
-	alice := newBridge(b, w, w.user("alice"))
+	ca := newWorldCA(b)
+	dir := b.TempDir()
+	certFile, keyFile := ca.pair(b, dir)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg := relayProcessConfig{Listen: addr, DataDir: filepath.Join(dir, "data"), CertFile: certFile, KeyFile: keyFile}
+	startRelayProcess(b, cfg)
+	admin := relayd.NewAdminClient(cfg.DataDir)
+	ctx := context.Background()
+	if _, err := admin.CreateUser(ctx, "alice", ""); err != nil {
+		b.Fatal(err)
+	}
+	userToken, err := admin.CreateToken(ctx, "alice")
+	if err != nil {
+		b.Fatal(err)
+	}
+	alice := newBridgeAt(b, "https://"+addr, ca.file, userToken)
+
 	state := b.TempDir()
-	cert := w.ca.Issue(b, "127.0.0.1")
+	cert := ca.ca.Issue(b, "127.0.0.1")
 	o := spacesdtest.Options{
 		Files:     filesvc.Options{StateDir: state},
 		Relay:     relaysvc.Options{StateDir: state},
 		TLS:       server.NewTLSConfig(func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &cert, nil }),
-		ClientTLS: client.TLS{CAFile: w.caFile},
+		ClientTLS: client.TLS{CAFile: ca.file},
 	}
 	s := &space{d: spacesdtest.Start(b, o), stateDir: state, opts: o}
-	if _, err := alice.reg.AddEntry(context.Background(), registryEntry("box", s.d.URL, s.d.Token, w.caFile)); err != nil {
+	if _, err := alice.reg.AddEntry(ctx, registryEntry("box", s.d.URL, s.d.Token, ca.file)); err != nil {
 		b.Fatal(err)
 	}
 	if r := alice.register(b, "box"); !r.Online {
@@ -52,7 +76,7 @@ func newBenchPair(b *testing.B) *benchPair {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &benchPair{w: w, s: s, direct: s.d.Client, relayd: rc}
+	return &benchPair{s: s, direct: s.d.Client, relayd: rc}
 }
 
 // paths is each way a benchmark measures, in the order it reports them.

@@ -189,13 +189,20 @@ type bridge struct {
 
 func newBridge(t testing.TB, w *world, userToken string) *bridge {
 	t.Helper()
+	return newBridgeAt(t, w.relayURL(), w.caFile, userToken)
+}
+
+// newBridgeAt is a bridge logged in to the relay at relayURL, whose
+// certificate the CA in caFile signs.
+func newBridgeAt(t testing.TB, relayURL, caFile, userToken string) *bridge {
+	t.Helper()
 	home := t.TempDir()
 	reg, err := registry.Open(home)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(reg.Close)
-	if _, err := reg.LoginRelay(context.Background(), registry.RelayLogin{URL: w.relayURL(), CAFile: w.caFile, Token: userToken}); err != nil {
+	if _, err := reg.LoginRelay(context.Background(), registry.RelayLogin{URL: relayURL, CAFile: caFile, Token: userToken}); err != nil {
 		t.Fatalf("relay login: %v", err)
 	}
 	host, err := hostfs.Confined([]string{os.TempDir()}, hostfs.Deny{Path: home, What: "$CUA_HOME"})
