@@ -251,7 +251,7 @@ func (s *Server) handleData(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	c := tunnel.NewWSConn(ws)
+	c := tunnel.NewBulkWSConn(ws)
 	select {
 	case pd.ch <- c:
 	case <-pd.gone:

@@ -94,3 +94,40 @@ func TestTextMessageRefused(t *testing.T) {
 		t.Fatalf("Read of a text message: %v, want a refusal", err)
 	}
 }
+
+// A bulk connection (a data connection's) carries bytes both ways as a
+// plain one does, while it yields after each message it writes.
+func TestBulkWSConnCarriesBytes(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		c := tunnel.NewBulkWSConn(ws)
+		defer c.Close()
+		_, _ = io.CopyN(c, c, 1<<20)
+	}))
+	defer srv.Close()
+	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tunnel.NewBulkWSConn(ws)
+	defer c.Close()
+	want := make([]byte, 1<<20)
+	_, _ = rand.Read(want)
+	go func() {
+		for off := 0; off < len(want); off += 32 << 10 {
+			if _, err := c.Write(want[off : off+32<<10]); err != nil {
+				return
+			}
+		}
+	}()
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("the bytes that came back are not the bytes sent")
+	}
+}

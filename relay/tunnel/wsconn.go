@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 
@@ -28,6 +29,9 @@ type WSConn struct {
 	closeOnce sync.Once
 	closeCode int
 	closeText string
+
+	// bulk: yield the processor after each message (NewBulkWSConn).
+	bulk bool
 }
 
 var _ net.Conn = (*WSConn)(nil)
@@ -36,6 +40,18 @@ var _ net.Conn = (*WSConn)(nil)
 // the WSConn only.
 func NewWSConn(ws *websocket.Conn) *WSConn {
 	return &WSConn{ws: ws, closeCode: websocket.CloseNormalClosure}
+}
+
+// NewBulkWSConn wraps the WebSocket of a bulk transfer (a data
+// connection). It yields the processor after each message it writes: a
+// transfer whose writes never block (a loopback or fast link with room in
+// its buffers) would otherwise hold a processor until Go preempts it
+// (10 ms), and each goroutine of an interactive stream (a keystroke's
+// echo) would wait that long, hop after hop.
+func NewBulkWSConn(ws *websocket.Conn) *WSConn {
+	c := NewWSConn(ws)
+	c.bulk = true
+	return c
 }
 
 // WebSocket is the wrapped connection (for its close frame's code, say).
@@ -84,6 +100,9 @@ func (c *WSConn) Write(p []byte) (int, error) {
 	defer c.writeMu.Unlock()
 	if err := c.ws.WriteMessage(websocket.BinaryMessage, p); err != nil {
 		return 0, err
+	}
+	if c.bulk {
+		runtime.Gosched()
 	}
 	return len(p), nil
 }

@@ -467,7 +467,7 @@ func (s *session) openData(ctx context.Context, m protocol.OpenData) {
 		s.a.log.Warn("relay: the data connection failed", "path", m.Path, "err", err)
 		return
 	}
-	s.a.serveStream(tunnel.NewWSConn(ws), s.key, s.computer, s.version)
+	s.a.serveStream(tunnel.NewBulkWSConn(ws), s.key, s.computer, s.version)
 }
 
 // serveStream reads a relayed stream's header within protocol.HeaderTimeout,
