@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/trycua/cua-spacesd/api"
-	"github.com/trycua/cua-spacesd/bridge/registry"
 	"github.com/trycua/cua-spacesd/internal/faultproxy"
 )
 
@@ -183,7 +182,6 @@ func TestExecAnswerLostRunsOnce(t *testing.T) {
 	if n := strings.Count(string(b), "ran\n"); n != 1 {
 		t.Fatalf("the command ran %d times, want once", n)
 	}
-	_ = registry.PrefixRelay
 }
 
 // A Space restarted (its daemon stopped and started on the same state dir)
