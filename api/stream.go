@@ -18,6 +18,11 @@ const (
 	PathStreamScreen  = "/v1/stream/screen"
 	PathStreamWindow  = "/v1/stream/windows/{id}"
 	PathStreamSession = "/v1/stream/sessions/{id}"
+	// PathStreamICE answers the ICE servers (StreamICE) a viewer's peer
+	// connection should use, to the token or a stream ticket: none on a
+	// Space reached on its own port; through cua-relay, the relay adds
+	// its TURN server with a credential minted for this one view.
+	PathStreamICE = "/v1/stream/ice"
 	// PathViewer is where the built-in viewer page is served (static
 	// files, no token), opened as PathViewer + "#ticket=...&offer=...": a
 	// fragment never reaches a server or its logs.
@@ -85,15 +90,59 @@ const (
 	QueryMaxFPS    = "max_fps"
 	QueryMaxWidth  = "max_width"
 	QueryMaxHeight = "max_height"
+	// QueryICE is the candidates the Space gathers for the viewer:
+	// ICEAll (the default: direct first, TURN as the fallback) or
+	// ICERelay (TURN only, never the Space's own addresses).
+	QueryICE = "ice"
+)
+
+// The values of QueryICE.
+const (
+	ICEAll   = "all"
+	ICERelay = "relay"
+)
+
+// ICEServer is one STUN or TURN server of a peer connection, spelled as
+// WebRTC's RTCIceServer (so a page passes it to RTCPeerConnection as is).
+type ICEServer struct {
+	URLs       []string `json:"urls"`
+	Username   string   `json:"username,omitempty"`
+	Credential string   `json:"credential,omitempty"`
+}
+
+// StreamICE is the answer of GET PathStreamICE.
+type StreamICE struct {
+	ICEServers []ICEServer `json:"ice_servers"`
+}
+
+// The paths a stream's media takes (ViewerControl type "path", and the
+// route of a StreamEndpoint).
+const (
+	// MediaDirect: ICE found a way between the viewer and the Space.
+	MediaDirect = "direct"
+	// MediaTURN: the media is relayed by a TURN server (cua-relay's).
+	MediaTURN = "turn"
+)
+
+// The routes a stream's signalling takes (StreamEndpoint.Route).
+const (
+	// RouteDirect: the offer goes to the Space's own address.
+	RouteDirect = "direct"
+	// RouteRelay: the offer and the viewer page go through cua-relay's
+	// HTTPS, under /c/<computer>/; the media goes direct when ICE finds a
+	// way, else through the relay's TURN.
+	RouteRelay = "relay"
 )
 
 // StreamOptions are what a viewer asks of a stream in its offer's query:
-// ?max_fps=&max_width=&max_height=. A zero field is the default: 30 fps,
-// no bound on a side.
+// ?max_fps=&max_width=&max_height=&ice=. A zero field is the default: 30
+// fps, no bound on a side, every candidate (ICEAll).
 type StreamOptions struct {
 	MaxFPS    int
 	MaxWidth  int
 	MaxHeight int
+	// ICE is ICEAll ("" too) or ICERelay.
+	ICE string
 }
 
 // ParseStreamQuery reads the options of an offer's query. Parameters it
@@ -124,6 +173,14 @@ func ParseStreamQuery(q url.Values) (StreamOptions, error) {
 		}
 		*p.to = v
 	}
+	if vs, ok := q[QueryICE]; ok {
+		if len(vs) != 1 || (vs[0] != ICEAll && vs[0] != ICERelay) {
+			return StreamOptions{}, Errorf(KindInvalidArgument, "query parameter %s=%.32q: want %s or %s, once", QueryICE, vs, ICEAll, ICERelay)
+		}
+		if vs[0] == ICERelay {
+			o.ICE = ICERelay
+		}
+	}
 	return o, nil
 }
 
@@ -138,6 +195,9 @@ func (o StreamOptions) Query() string {
 		if p.v != 0 {
 			q.Set(p.name, strconv.Itoa(p.v))
 		}
+	}
+	if o.ICE == ICERelay {
+		q.Set(QueryICE, ICERelay)
 	}
 	return q.Encode()
 }
@@ -278,7 +338,8 @@ type ViewerInput struct {
 // Control message types (channel control). A viewer sends keyframe and
 // ping; the daemon answers pong (echoing id and t, adding its own clock)
 // and sends size when the stream's frame size changes, cursor when the
-// pointer moves or changes shape, ticket to renew a viewer's ticket, and
+// pointer moves or changes shape, ticket to renew a viewer's ticket, path
+// once the connection is up (and again when ICE picks another pair), and
 // error when a message of the viewer failed.
 const (
 	ControlKeyframe = "keyframe"
@@ -287,6 +348,7 @@ const (
 	ControlSize     = "size"
 	ControlCursor   = "cursor"
 	ControlTicket   = "ticket"
+	ControlPath     = "path"
 	ControlError    = "error"
 )
 
@@ -308,6 +370,19 @@ type ViewerControl struct {
 	Ticket    string     `json:"ticket,omitempty"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	Error     *Error     `json:"error,omitempty"`
+	// Path is the way the media took once connected (type path).
+	Path *StreamPath `json:"path,omitempty"`
+}
+
+// StreamPath is the candidate pair ICE chose for a viewer: Media is
+// MediaTURN when either end's candidate is relayed, else MediaDirect;
+// Local and Remote are the candidate types (host, srflx, prflx, relay),
+// the Space's and the viewer's; Protocol is udp or tcp.
+type StreamPath struct {
+	Media    string `json:"media"`
+	Local    string `json:"local"`
+	Remote   string `json:"remote"`
+	Protocol string `json:"protocol"`
 }
 
 // ViewerCursor is the pointer as the viewer draws it over the video: the
@@ -449,4 +524,12 @@ type StreamEndpoint struct {
 	FrameSize       Size      `json:"frame_size"`
 	WindowID        uint32    `json:"window_id,omitempty"`
 	ViewOnly        bool      `json:"view_only"`
+	// Route is how the offer and the page reach the Space: RouteDirect
+	// or RouteRelay. The media's own path is known once a viewer
+	// connected: its page's state overlay says it (MediaDirect or
+	// MediaTURN), as the control channel's "path" message does.
+	Route string `json:"route"`
+	// ICEURL is where a WHEP client gets the ICE servers to use
+	// (GET with the ticket as its bearer; PathStreamICE).
+	ICEURL string `json:"ice_url"`
 }

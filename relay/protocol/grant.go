@@ -26,12 +26,20 @@ const (
 	RoleOwner  Role = "owner"
 	RoleEditor Role = "editor"
 	RoleViewer Role = "viewer"
+	// RoleLink is the holder of a media link (a viewer page or WHEP
+	// client with a stream ticket, and no relay account): a grant in this
+	// role names LinkPerson, and the relayed request is authorised by the
+	// media ticket it carries, which the Space checks as on its own port.
+	RoleLink Role = "link"
 )
+
+// LinkPerson is the person of a RoleLink grant: no one the relay knows.
+const LinkPerson = "link"
 
 // Valid reports whether r is one of the roles above.
 func (r Role) Valid() bool {
 	switch r {
-	case RoleOwner, RoleEditor, RoleViewer:
+	case RoleOwner, RoleEditor, RoleViewer, RoleLink:
 		return true
 	}
 	return false
@@ -83,6 +91,10 @@ type Grant struct {
 	Role       Role
 	IssuedAt   time.Time
 	ExpiresAt  time.Time
+	// Turn, on the grant of a stream that carries a WHEP offer, is the
+	// TURN credential the Space's end of that one viewer uses: minted per
+	// view, like the viewer's own.
+	Turn *TurnCredential
 }
 
 // grantWire is a Grant's JSON payload: times as Unix milliseconds.
@@ -94,6 +106,7 @@ type grantWire struct {
 	Role       Role   `json:"role"`
 	IssuedAt   int64  `json:"iat_ms"`
 	ExpiresAt  int64  `json:"exp_ms"`
+	Turn       *TurnCredential `json:"turn,omitempty"`
 }
 
 // NewGrant is a grant of DefaultGrantTTL from now, with a fresh random id.
@@ -121,6 +134,10 @@ func (g Grant) check() string {
 		return "expires before it is issued"
 	case g.ExpiresAt.Sub(g.IssuedAt) > MaxGrantTTL:
 		return fmt.Sprintf("good for %s, longer than the %s allowed", g.ExpiresAt.Sub(g.IssuedAt), MaxGrantTTL)
+	case g.Role == RoleLink && g.Person != LinkPerson:
+		return fmt.Sprintf("a %s grant names person %q, not %q", RoleLink, LinkPerson, g.Person)
+	case g.Turn != nil && g.Turn.check() != "":
+		return "turn: " + g.Turn.check()
 	}
 	return ""
 }
@@ -132,14 +149,14 @@ func SignGrant(priv ed25519.PrivateKey, g Grant) ([]byte, error) {
 		return nil, api.Errorf(api.KindInvalidArgument, "sign grant: a private key of %d bytes, want %d", len(priv), ed25519.PrivateKeySize)
 	}
 	if !g.Role.Valid() {
-		return nil, api.Errorf(api.KindInvalidArgument, "sign grant: role %q: want owner, editor or viewer", g.Role)
+		return nil, api.Errorf(api.KindInvalidArgument, "sign grant: role %q: want owner, editor, viewer or link", g.Role)
 	}
 	if msg := g.check(); msg != "" {
 		return nil, api.Errorf(api.KindInvalidArgument, "sign grant: %s", msg)
 	}
 	payload, err := json.Marshal(grantWire{
 		ID: g.ID, Computer: g.Computer, Person: g.Person, PersonName: g.PersonName, Role: g.Role,
-		IssuedAt: g.IssuedAt.UnixMilli(), ExpiresAt: g.ExpiresAt.UnixMilli(),
+		IssuedAt: g.IssuedAt.UnixMilli(), ExpiresAt: g.ExpiresAt.UnixMilli(), Turn: g.Turn,
 	})
 	if err != nil {
 		return nil, api.Errorf(api.KindJSON, "sign grant: %w", err)
@@ -197,7 +214,7 @@ func VerifyGrant(pub ed25519.PublicKey, b []byte, computer string, now time.Time
 	}
 	g := Grant{
 		ID: w.ID, Computer: w.Computer, Person: w.Person, PersonName: w.PersonName, Role: w.Role,
-		IssuedAt: time.UnixMilli(w.IssuedAt), ExpiresAt: time.UnixMilli(w.ExpiresAt),
+		IssuedAt: time.UnixMilli(w.IssuedAt), ExpiresAt: time.UnixMilli(w.ExpiresAt), Turn: w.Turn,
 	}
 	if msg := g.check(); msg != "" {
 		return refuse("%s", msg)
@@ -212,7 +229,7 @@ func VerifyGrant(pub ed25519.PublicKey, b []byte, computer string, now time.Time
 		return refuse("expired %s ago", now.Sub(g.ExpiresAt).Round(time.Millisecond))
 	}
 	if !g.Role.Valid() {
-		return Grant{}, api.Errorf(api.KindPermissionDenied, "relay grant for %s: role %q is not one this Space knows (owner, editor, viewer)", g.Person, g.Role)
+		return Grant{}, api.Errorf(api.KindPermissionDenied, "relay grant for %s: role %q is not one this Space knows (owner, editor, viewer, link)", g.Person, g.Role)
 	}
 	return g, nil
 }

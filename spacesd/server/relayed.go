@@ -21,6 +21,11 @@ const (
 	RoleOwner  Role = "owner"
 	RoleEditor Role = "editor"
 	RoleViewer Role = "viewer"
+	// RoleLink is a media link's holder through the relay: no one the
+	// relay knows. Its requests are authorised as on the daemon's own
+	// port by the stream ticket they carry (never by a token), so it
+	// reaches only the public and ticket routes.
+	RoleLink Role = "link"
 )
 
 // ViaRelay is Principal.Via of a caller reached through cua-relay.
@@ -38,6 +43,10 @@ type Principal struct {
 	Grant string
 	// Via names the way the connection came (ViaRelay).
 	Via string
+	// ICEServers are the TURN servers (with this connection's own
+	// credential) a viewer opened on this connection gathers relayed
+	// candidates with: the relay's, for this one view.
+	ICEServers []api.ICEServer
 }
 
 // errNoPrincipal refuses a ServeConn without someone to serve.
