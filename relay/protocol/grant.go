@@ -99,13 +99,13 @@ type Grant struct {
 
 // grantWire is a Grant's JSON payload: times as Unix milliseconds.
 type grantWire struct {
-	ID         string `json:"id"`
-	Computer   string `json:"computer"`
-	Person     string `json:"person"`
-	PersonName string `json:"person_name"`
-	Role       Role   `json:"role"`
-	IssuedAt   int64  `json:"iat_ms"`
-	ExpiresAt  int64  `json:"exp_ms"`
+	ID         string          `json:"id"`
+	Computer   string          `json:"computer"`
+	Person     string          `json:"person"`
+	PersonName string          `json:"person_name"`
+	Role       Role            `json:"role"`
+	IssuedAt   int64           `json:"iat_ms"`
+	ExpiresAt  int64           `json:"exp_ms"`
 	Turn       *TurnCredential `json:"turn,omitempty"`
 }
 
