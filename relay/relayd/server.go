@@ -93,6 +93,19 @@ type Config struct {
 	Version string
 	Limits  Limits
 	Clock   Clock
+	// TURN mints the TURN credentials of streams through the relay; nil
+	// when the relay runs no TURN server (a viewer then gets only the
+	// Space's own ICE servers, and media goes direct or not at all).
+	TURN TURNMinter
+}
+
+// TURNMinter is the relay's TURN server as the proxy uses it
+// (relay/turnsvc implements it).
+type TURNMinter interface {
+	// Credential mints a credential good for opening an allocation for
+	// a short while, for one end (who: "space" or "viewer") of one view
+	// of computer.
+	Credential(computer, who string) protocol.TurnCredential
 }
 
 // Metrics are the server's counters.
