@@ -1,7 +1,8 @@
 // The viewer page's own modules (media/viewer/static), as units: which
 // offer a link may name, on a page served by the daemon (/viewer/) and on
 // one served through cua-relay (/c/<computer>/viewer/), and which ICE
-// servers the page takes from the Space. test/browser runs the whole page
+// servers the page takes from the Space, and what its overlay says of the
+// way the media took. test/browser runs the whole page
 // in Chromium against real daemons.
 
 import assert from 'node:assert/strict';
@@ -9,6 +10,7 @@ import { describe, it } from 'node:test';
 
 import { offerPath, pagePrefix, readLink } from '../../media/viewer/static/link.js';
 import { readICEServers } from '../../media/viewer/static/session.js';
+import { Hud } from '../../media/viewer/static/hud.js';
 
 const b64url = (s) => Buffer.from(s).toString('base64url');
 // A ticket as the daemon spells it; the page reads its claims, never its
@@ -132,4 +134,58 @@ describe('viewer ICE servers', () => {
   ]) {
     it(`refuses ${name}`, () => assert.throws(() => readICEServers(body)));
   }
+});
+
+// A document with what the overlay touches: elements by id, the body's
+// data attributes.
+function fakeDocument() {
+  const els = new Map();
+  const el = () => ({ textContent: '', hidden: true, dataset: {}, classList: { add() {}, remove() {} } });
+  return {
+    body: { dataset: {} },
+    getElementById: (id) => {
+      if (!els.has(id)) els.set(id, el());
+      return els.get(id);
+    },
+  };
+}
+
+describe('viewer overlay path', () => {
+  for (const [name, path, want, media] of [
+    ['direct', { media: 'direct', local: 'host', remote: 'host', protocol: 'udp' }, 'Live · direct', 'direct'],
+    ['TURN over UDP', { media: 'turn', local: 'relay', remote: 'host', protocol: 'udp' }, 'Live · via TURN relay (udp)', 'turn'],
+    ['TURN over TCP', { media: 'turn', local: 'host', remote: 'relay', protocol: 'tcp' }, 'Live · via TURN relay (tcp)', 'turn'],
+    ['TURN, protocol unreadable', { media: 'turn', protocol: '<b>x</b>' }, 'Live · via TURN relay', 'turn'],
+  ]) {
+    it(`shows ${name}`, () => {
+      const doc = fakeDocument();
+      const hud = new Hud(doc);
+      hud.state('connected', 'Live');
+      hud.path(path);
+      assert.equal(doc.getElementById('state').textContent, want);
+      assert.equal(doc.body.dataset.path, media);
+    });
+  }
+
+  it('keeps the path for a connection that comes up after it', () => {
+    const doc = fakeDocument();
+    const hud = new Hud(doc);
+    hud.state('connecting', 'Connecting…');
+    hud.path({ media: 'direct', protocol: 'udp' });
+    assert.equal(doc.getElementById('state').textContent, 'Connecting…');
+    hud.state('connected', 'Live');
+    assert.equal(doc.getElementById('state').textContent, 'Live · direct');
+  });
+
+  it('forgets it as a new connection starts', () => {
+    const doc = fakeDocument();
+    const hud = new Hud(doc);
+    hud.state('connected', 'Live');
+    hud.path({ media: 'turn', protocol: 'udp' });
+    hud.state('reconnecting', 'Reconnecting… (attempt 1)');
+    hud.path(null);
+    assert.equal(doc.body.dataset.path, undefined);
+    hud.state('connected', 'Live');
+    assert.equal(doc.getElementById('state').textContent, 'Live');
+  });
 });

@@ -89,8 +89,11 @@ export class Session {
 			if (!live()) {
 				return;
 			}
-			if (res.status === 404 || res.status === 405) {
-				iceServers = []; // a daemon from before the route: direct only
+			if (res.status === 404 || res.status === 405 || res.status === 401) {
+				// A daemon from before the route (direct only): through the
+				// relay it answers 404, on its own port 401 (it names no
+				// route to a ticket). The offer, next, judges the ticket.
+				iceServers = [];
 			} else if (res.status !== 200) {
 				const body = await res.json().catch(() => null);
 				this.end(c);
