@@ -6,11 +6,26 @@
 // in Chromium against real daemons.
 
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { copyFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
-import { offerPath, pagePrefix, readLink } from '../../media/viewer/static/link.js';
-import { readICEServers } from '../../media/viewer/static/session.js';
-import { Hud } from '../../media/viewer/static/hud.js';
+// The page's modules, copied beside a package.json that says they are ES
+// modules: the page's directory holds none (it is embedded as it is), and
+// a Node before 20.19 would read them as CommonJS.
+const staticDir = fileURLToPath(new URL('../../media/viewer/static/', import.meta.url));
+const modules = mkdtempSync(path.join(os.tmpdir(), 'cua-viewer-'));
+after(() => rmSync(modules, { recursive: true, force: true }));
+for (const f of readdirSync(staticDir).filter((f) => f.endsWith('.js'))) {
+  copyFileSync(path.join(staticDir, f), path.join(modules, f));
+}
+writeFileSync(path.join(modules, 'package.json'), '{"type": "module"}\n');
+const load = (name) => import(pathToFileURL(path.join(modules, name)).href);
+const { offerPath, pagePrefix, readLink } = await load('link.js');
+const { readICEServers } = await load('session.js');
+const { Hud } = await load('hud.js');
 
 const b64url = (s) => Buffer.from(s).toString('base64url');
 // A ticket as the daemon spells it; the page reads its claims, never its
@@ -65,6 +80,8 @@ describe('viewer link', () => {
     ['https://relay.example/c/box/viewer/', '', '/c/box/v1/stream/screen'],
     ['https://relay.example/c/box/viewer/', 'https://relay.example/c/other/v1/stream/screen', null],
     ['https://relay.example/c/box/viewer/', 'https://relay.example/c/boxer/v1/stream/screen', null],
+    // A name as long as the page's: only the prefix check refuses it.
+    ['https://relay.example/c/box/viewer/', 'https://relay.example/c/bob/v1/stream/screen', null],
     ['https://relay.example/c/box/viewer/', 'https://relay.example/c/bo/v1/stream/screen', null],
     ['https://relay.example/c/box/viewer/', 'https://relay.example/v1/stream/screen', null],
     ['https://relay.example/c/box/viewer/', '/c/box/../other/v1/stream/screen', null],
