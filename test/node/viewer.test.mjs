@@ -24,7 +24,7 @@ for (const f of readdirSync(staticDir).filter((f) => f.endsWith('.js'))) {
 writeFileSync(path.join(modules, 'package.json'), '{"type": "module"}\n');
 const load = (name) => import(pathToFileURL(path.join(modules, name)).href);
 const { offerPath, pagePrefix, readLink } = await load('link.js');
-const { readICEServers } = await load('session.js');
+const { gathered, readICEServers } = await load('session.js');
 const { Hud } = await load('hud.js');
 
 const b64url = (s) => Buffer.from(s).toString('base64url');
@@ -204,5 +204,45 @@ describe('viewer overlay path', () => {
     assert.equal(doc.body.dataset.path, undefined);
     hud.state('connected', 'Live');
     assert.equal(doc.getElementById('state').textContent, 'Live');
+  });
+});
+
+// A peer connection as far as the offer's wait for candidates sees it.
+class FakePeer extends EventTarget {
+  iceGatheringState = 'gathering';
+  candidate(type) {
+    const e = new Event('icecandidate');
+    e.candidate = type ? { type } : null;
+    this.dispatchEvent(e);
+  }
+  complete() {
+    this.iceGatheringState = 'complete';
+    this.dispatchEvent(new Event('icegatheringstatechange'));
+  }
+}
+
+describe('viewer offer waits for its candidates', () => {
+  const timed = async (pc, ms, act) => {
+    const t0 = performance.now();
+    const p = gathered(pc, ms);
+    act(pc);
+    await p;
+    return performance.now() - t0;
+  };
+  it('until gathering completes', async () => {
+    assert.ok(await timed(new FakePeer(), 5000, (pc) => setTimeout(() => pc.complete(), 30)) < 1000);
+  });
+  it('not at all when it is complete', async () => {
+    const pc = new FakePeer();
+    pc.iceGatheringState = 'complete';
+    assert.ok(await timed(pc, 5000, () => {}) < 50);
+  });
+  it('a moment past the first relayed candidate', async () => {
+    const took = await timed(new FakePeer(), 5000, (pc) => { pc.candidate('host'); pc.candidate('srflx'); setTimeout(() => pc.candidate('relay'), 30); });
+    assert.ok(took >= 30 && took < 1000, `took ${took} ms`);
+  });
+  it('not for host candidates alone', async () => {
+    const took = await timed(new FakePeer(), 300, (pc) => { pc.candidate('host'); pc.candidate(null); });
+    assert.ok(took >= 290, `took ${took} ms: the wait ended without a relayed candidate`);
   });
 });

@@ -12,6 +12,16 @@ import { parseTicket, storeLink } from './link.js';
 
 const offerTimeout = 10000; // ms for the daemon's answer to an offer
 const iceTimeout = 5000; // ms for the answer of the ICE servers' route
+// gatherTimeout bounds the wait for the viewer's candidates before an
+// offer that has ICE servers: a TURN server that does not answer (a
+// network that blocks its port) must not hold the offer for long. Once a
+// relayed candidate came, the others get relayGrace more, no longer: it
+// comes after the host and server-reflexive ones, and the Space's TURN
+// permission for its address (the relay's) covers every relayed one. On
+// loopback Chromium has its first relayed candidate 60-80 ms after the
+// offer is made, all of them at 120-140 ms.
+const gatherTimeout = 2000;
+const relayGrace = 20;
 const connectTimeout = 15000; // ms from the answer to a connected peer
 const pingInterval = 1000;
 // pongTimeout: a connected daemon that answers no ping for this long is
@@ -139,8 +149,20 @@ export class Session {
 		let answer;
 		try {
 			await pc.setLocalDescription(await pc.createOffer());
-			// Chromium's offer on loopback carries no candidate at all; the
-			// daemon's answer carries all of its own, which is enough.
+			// Without ICE servers the offer goes at once: Chromium's on
+			// loopback carries no candidate at all, and the daemon's answer
+			// carries all of its own, which is enough (it learns the
+			// viewer's address from its checks). With a TURN server the
+			// offer waits for the viewer's candidates: the Space takes no
+			// trickle, and its TURN allocation lets in only the addresses
+			// it was told of, so a Space reached only through TURN would
+			// never hear the viewer's checks.
+			if (iceServers.length > 0) {
+				await gathered(pc, gatherTimeout);
+				if (!live()) {
+					return;
+				}
+			}
 			const res = await fetch(this.offer, {
 				method: 'POST',
 				headers: { 'Content-Type': 'application/sdp', 'Authorization': 'Bearer ' + c.ticket },
@@ -432,5 +454,34 @@ export function readICEServers(body) {
 			out.credential = s.credential;
 		}
 		return out;
+	});
+}
+
+// gathered resolves once pc has gathered its candidates, relayGrace after
+// its first relayed one, or after ms.
+export function gathered(pc, ms) {
+	return new Promise((resolve) => {
+		if (pc.iceGatheringState === 'complete') {
+			resolve();
+			return;
+		}
+		let timer = 0;
+		let grace = 0;
+		const done = () => {
+			clearTimeout(timer);
+			clearTimeout(grace);
+			pc.removeEventListener('icegatheringstatechange', onState);
+			pc.removeEventListener('icecandidate', onCandidate);
+			resolve();
+		};
+		const onState = () => pc.iceGatheringState === 'complete' && done();
+		const onCandidate = (e) => {
+			if (!grace && e.candidate && e.candidate.type === 'relay') {
+				grace = setTimeout(done, relayGrace);
+			}
+		};
+		timer = setTimeout(done, ms);
+		pc.addEventListener('icegatheringstatechange', onState);
+		pc.addEventListener('icecandidate', onCandidate);
 	});
 }
