@@ -239,10 +239,24 @@ func TestLinkStreamCap(t *testing.T) {
 	ls := newLinkSpace()
 	r.attach(r.register(alice, "box").Token, ls.handler())
 
+	// The held offer's goroutine fails no test itself (no Fatal off the
+	// test's goroutine), and a failing test lets it go.
 	var wg sync.WaitGroup
-	var held answer
+	var heldStatus int
+	var heldErr error
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(ls.release) }) }
+	t.Cleanup(func() { release(); wg.Wait() })
 	wg.Go(func() {
-		held = r.call(call{method: http.MethodPost, path: "/c/box/v1/stream/windows/block", auth: ticket, body: "v=0"})
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, r.url("/c/box/v1/stream/windows/block"), strings.NewReader("v=0"))
+		req.Header.Set("Authorization", ticket)
+		resp, err := r.client().Do(req)
+		if err != nil {
+			heldErr = err
+			return
+		}
+		resp.Body.Close()
+		heldStatus = resp.StatusCode
 	})
 	select {
 	case <-ls.arrived:
@@ -256,10 +270,10 @@ func TestLinkStreamCap(t *testing.T) {
 	if a := r.call(call{method: http.MethodGet, path: "/c/box/v1/capabilities", auth: "Bearer " + alice}); a.status != 200 {
 		t.Fatalf("the owner past the link streams: %d %s", a.status, a.body)
 	}
-	close(ls.release)
+	release()
 	wg.Wait()
-	if held.status != http.StatusCreated {
-		t.Fatalf("the held offer: %d %s", held.status, held.body)
+	if heldErr != nil || heldStatus != http.StatusCreated {
+		t.Fatalf("the held offer: %d %v", heldStatus, heldErr)
 	}
 	eventually(t, "a link stream frees", func() bool {
 		return r.call(call{method: http.MethodDelete, path: "/c/box/v1/stream/sessions/s1", auth: ticket}).status == 200
