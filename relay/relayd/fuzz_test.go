@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -183,6 +184,27 @@ func FuzzTokenBucket(f *testing.F) {
 			if limit := float64(burst) + now.Sub(start).Seconds()*float64(rate); float64(taken) > limit+1e-6 {
 				t.Fatalf("%d taken by %s, over %f", taken, now.Sub(start), limit)
 			}
+		}
+	})
+}
+
+// The host a viewer reached the relay by, from any Host header: "", an
+// IP address, or a DNS name, never with a port or brackets; and the host
+// of a well-formed host:port as it is, when it is one of those.
+func FuzzRequestHost(f *testing.F) {
+	for _, s := range []string{"relay.example.com:8443", "relay.example.com", "[::1]:8443", "[::1]", "::1", "", ":443", "[", "a:b:c", "127.0.0.1:0", "[[]]", "a/b?c:1", "fe80::1%eth0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		h := requestHost(s)
+		if h == "" {
+			return
+		}
+		if _, err := netip.ParseAddr(h); err != nil && strings.ContainsAny(h, ":[]/?#@% ") {
+			t.Fatalf("%q: host %q is no address and no name", s, h)
+		}
+		if host, _, err := net.SplitHostPort(s); err == nil && h != host {
+			t.Fatalf("%q: host %q, want %q", s, h, host)
 		}
 	})
 }

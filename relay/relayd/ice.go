@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -80,10 +81,39 @@ func appendICEServers(b []byte, add []api.ICEServer) ([]byte, error) {
 }
 
 // requestHost is the host a caller reached the relay by (the Host header
-// without its port, an IPv6 address without brackets).
+// without its port, an IPv6 address without brackets), or "" when that is
+// neither an IP address nor a DNS name: it goes into URLs.
 func requestHost(hostport string) string {
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
+	h := hostport
+	if host, _, err := net.SplitHostPort(hostport); err == nil {
+		h = host
+	} else if len(h) > 1 && h[0] == '[' && h[len(h)-1] == ']' {
+		h = h[1 : len(h)-1]
+	}
+	if _, err := netip.ParseAddr(h); err == nil {
 		return h
 	}
-	return strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]")
+	if !isDNSName(h) {
+		return ""
+	}
+	return h
+}
+
+// isDNSName reports whether s is made of DNS labels (letters, digits, '-'
+// and '_', dot-separated, at most 253 bytes).
+func isDNSName(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(strings.TrimSuffix(s, "."), ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -202,8 +202,8 @@ func TestLinkRateLimit(t *testing.T) {
 	if n := len(ls.requests()); n != 3 {
 		t.Fatalf("%d requests reached the Space, want 3", n)
 	}
-	if n := r.Server.Metrics().LinkRateLimited.Load(); n != 2 {
-		t.Fatalf("rate-limited: %d", n)
+	if n, f := r.Server.Metrics().LinkRateLimited.Load(), r.Server.Metrics().LinkForwards.Load(); n != 2 || f != 3 {
+		t.Fatalf("rate-limited: %d, forwarded: %d", n, f)
 	}
 	if a := r.call(call{method: http.MethodGet, path: "/c/box/v1/capabilities", auth: "Bearer " + alice}); a.status != 200 {
 		t.Fatalf("the owner behind an empty link bucket: %d %s", a.status, a.body)

@@ -122,8 +122,10 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, f forwarding) {
 				resp.Header.Del("Set-Cookie")
 			}
 			if f.route == linkICE && resp.StatusCode == http.StatusOK {
-				if cred := s.turnCredential(name, "viewer"); cred != nil {
-					return addTURN(resp, cred, requestHost(r.Host))
+				// No host to name (an HTTP/1.0 request without Host, and
+				// a credential without one): the Space's answer as it is.
+				if cred, host := s.turnCredential(name, "viewer"), requestHost(r.Host); cred != nil && (cred.Host != "" || host != "") {
+					return addTURN(resp, cred, host)
 				}
 			}
 			return nil
