@@ -27,7 +27,8 @@ func isLinkGrant(g protocol.Grant, computer string) bool {
 
 // The viewer's files reach the Space with no token at all, as a link
 // holder (a grant of role link), with no Authorization, and the Space's
-// cookie does not reach the viewer; the X-Forwarded headers name the relay.
+// cookie does not reach the viewer; the X-Forwarded headers name the relay,
+// whatever the caller sent.
 // Nothing else is reached without a token.
 func TestLinkViewerWithoutToken(t *testing.T) {
 	r := startRelay(t, t.TempDir(), relayd.Limits{})
@@ -37,7 +38,7 @@ func TestLinkViewerWithoutToken(t *testing.T) {
 	r.attach(ct.Token, ls.handler())
 
 	for _, c := range []call{
-		{method: http.MethodGet, path: "/c/box/viewer/"},
+		{method: http.MethodGet, path: "/c/box/viewer/", hdr: map[string]string{"X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "http"}},
 		{method: http.MethodGet, path: "/c/box/viewer/main.js", hdr: map[string]string{"Cookie": "relay=secret"}},
 		{method: http.MethodHead, path: "/c/box/viewer/viewer.css"},
 	} {
