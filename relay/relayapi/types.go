@@ -25,9 +25,16 @@ const (
 	// PrefixComputer + name + a daemon path reaches that computer's
 	// cua-spacesd: /c/<computer>/v1/exec. The user token authenticates
 	// the caller to the relay and never reaches the Space; the relay
-	// signs a grant for the stream instead.
+	// signs a grant for the stream instead. Without a user token, a
+	// viewer link reaches its page's files and, with a media ticket as
+	// its bearer (passed on for the Space to check), its stream routes
+	// (docs/relay.md, "Viewer links").
 	PrefixComputer = "/c/"
 )
+
+// ReasonRateLimited is the reason of a 429 limit_exceeded answered to a
+// link holder's request (no relay token) past its computer's link rate.
+const ReasonRateLimited = "rate_limited"
 
 // Routes of the admin socket (DataDir/AdminSocket, HTTP over a Unix
 // socket, mode 0600: whoever may open it is the relay's admin).
