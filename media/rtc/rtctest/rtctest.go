@@ -47,6 +47,12 @@ type Options struct {
 	// Chromium on loopback does: the daemon must connect from its own
 	// candidates alone.
 	NoCandidates bool
+	// ICEServers are the receiver's TURN servers (a relay's).
+	ICEServers []api.ICEServer
+	// RelayOnly gathers relayed candidates alone, and filters the
+	// daemon's others out of its answer (Accept): the media can only
+	// cross a TURN server.
+	RelayOnly bool
 }
 
 // Receiver is one viewer.
@@ -59,6 +65,8 @@ type Receiver struct {
 	// Closed is closed per channel when it closes.
 	Closed map[string]chan struct{}
 	Offer  string
+
+	relayOnly bool
 
 	mu     sync.Mutex
 	ssrc   uint32
@@ -92,13 +100,13 @@ func New(t testing.TB, o Options) *Receiver {
 	se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
 	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
 	pc, err := webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(se)).
-		NewPeerConnection(webrtc.Configuration{})
+		NewPeerConnection(iceConfig(o))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = pc.Close() })
 	r := &Receiver{PC: pc, Frames: make(chan Frame, 256), Channels: map[string]*webrtc.DataChannel{},
-		Messages: map[string]chan string{}, Closed: map[string]chan struct{}{}, tracks: make(chan *webrtc.TrackRemote, 1)}
+		Messages: map[string]chan string{}, Closed: map[string]chan struct{}{}, tracks: make(chan *webrtc.TrackRemote, 1), relayOnly: o.RelayOnly}
 	if _, err := pc.AddTransceiverFromKind(webrtc.RTPCodecTypeVideo, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionRecvonly}); err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +159,9 @@ func New(t testing.TB, o Options) *Receiver {
 // Accept applies the daemon's answer.
 func (r *Receiver) Accept(t testing.TB, answer string) {
 	t.Helper()
+	if r.relayOnly {
+		answer = relayedOnly(answer)
+	}
 	if err := r.PC.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answer}); err != nil {
 		t.Fatalf("apply the answer: %v", err)
 	}
