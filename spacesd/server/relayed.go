@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -49,6 +50,10 @@ type Principal struct {
 	// credential) a viewer opened on this connection gathers relayed
 	// candidates with: the relay's, for this one view.
 	ICEServers []api.ICEServer
+	// TURNTLS verifies the turns: servers of ICEServers as the service
+	// that brought the connection verifies the relay (its pin or CA);
+	// nil: the system's roots.
+	TURNTLS *tls.Config
 }
 
 // errNoPrincipal refuses a ServeConn without someone to serve.
