@@ -290,6 +290,11 @@ type WHEPResult struct {
 
 // Post sends an offer to a WHEP route with a bearer (token or ticket).
 func Post(ctx context.Context, url, bearer, offer string) (WHEPResult, error) {
+	return PostVia(ctx, http.DefaultClient, url, bearer, offer)
+}
+
+// PostVia is Post through c (a relayed connection's client).
+func PostVia(ctx context.Context, c *http.Client, url, bearer, offer string) (WHEPResult, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(offer))
 	if err != nil {
 		return WHEPResult{}, err
@@ -298,7 +303,7 @@ func Post(ctx context.Context, url, bearer, offer string) (WHEPResult, error) {
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return WHEPResult{}, err
 	}
@@ -322,6 +327,11 @@ func Post(ctx context.Context, url, bearer, offer string) (WHEPResult, error) {
 
 // Delete ends a session at its Location.
 func Delete(ctx context.Context, base, location, bearer string) (int, error) {
+	return DeleteVia(ctx, http.DefaultClient, base, location, bearer)
+}
+
+// DeleteVia is Delete through c.
+func DeleteVia(ctx context.Context, c *http.Client, base, location, bearer string) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, base+location, nil)
 	if err != nil {
 		return 0, err
@@ -329,7 +339,7 @@ func Delete(ctx context.Context, base, location, bearer string) (int, error) {
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, err
 	}
