@@ -3,6 +3,8 @@ package rtc_test
 import (
 	"bytes"
 	"context"
+	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -49,8 +51,32 @@ func (s *still) RequestFull() {
 
 func (s *still) Close() {}
 
+// logBuf is a log that tests read while pion may still write to it.
+type logBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // newEngine is an engine on a loopback UDP port of its own.
 func newEngine(t *testing.T) *rtc.Engine {
+	t.Helper()
+	return newEngineLog(t, nil)
+}
+
+// newEngineLog is newEngine whose log (pion's debug lines too) goes to w.
+func newEngineLog(t *testing.T, w io.Writer) *rtc.Engine {
 	t.Helper()
 	vp8test.Require(t)
 	udp, _, _, err := rtc.ListenUDP("127.0.0.1:0")
@@ -58,7 +84,11 @@ func newEngine(t *testing.T) *rtc.Engine {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = udp.Close() })
-	e, err := rtc.NewEngine(rtc.Config{UDP: udp})
+	cfg := rtc.Config{UDP: udp}
+	if w != nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	e, err := rtc.NewEngine(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +142,8 @@ func TestTURN(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEngine(t)
+			var logs logBuf
+			e := newEngineLog(t, &logs)
 			before := srv.Allocations(tc.daemon)
 			var seen paths
 			r := rtctest.New(t, rtctest.Options{Channels: []string{api.ChannelControl},
@@ -172,6 +203,13 @@ func TestTURN(t *testing.T) {
 			v.Close()
 			if n := e.TURNViewers(); n != 0 {
 				t.Fatalf("TURNViewers %d after the viewer ended", n)
+			}
+			log := logs.String()
+			if !strings.Contains(log, `level=INFO msg="stream viewer connected" stream=still media=`+tc.media) {
+				t.Fatalf("no Info line of the path in the log:\n%s", log)
+			}
+			if strings.Contains(log, srv.Password) {
+				t.Fatal("the TURN password is in the log")
 			}
 		})
 	}
