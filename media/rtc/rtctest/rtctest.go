@@ -99,6 +99,16 @@ func New(t testing.TB, o Options) *Receiver {
 	se.SetInterfaceFilter(func(name string) bool { return name == "lo" })
 	se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
 	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
+	if o.RelayOnly {
+		// The receiver offers, so its ICE nominates; pion's agent waits
+		// 2 s (1 s for a peer-reflexive candidate) before it nominates
+		// a relayed pair, unless it gathers relayed candidates alone, a
+		// rule pion's options path misses (v4.4.8). A browser nominates
+		// at once: so does the receiver, so that the time to the first
+		// frame is the path's, not pion's wait.
+		se.SetRelayAcceptanceMinWait(0)
+		se.SetPrflxAcceptanceMinWait(0)
+	}
 	pc, err := webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(se)).
 		NewPeerConnection(iceConfig(o))
 	if err != nil {
