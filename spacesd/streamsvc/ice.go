@@ -13,7 +13,7 @@ import (
 // server to relay it: one that came on the Space's own port, where no
 // relay is in the way.
 var errRelayOnlyNoTURN = api.Errorf(api.KindInvalidArgument,
-	"%s=%s: the relay-only path needs a TURN server, and only a stream opened through cua-relay has one (the relay's)", api.QueryICE, api.ICERelay).
+	"%s=%s: the relay-only path needs a TURN server, and this offer brought none: only an offer through cua-relay has one (the relay's)", api.QueryICE, api.ICERelay).
 	WithHint("open the stream through the relay (https://RELAY/c/<computer>/...), or drop ice=relay to go direct")
 
 // callerICE is what a caller's connection brings for its viewers' ICE.
