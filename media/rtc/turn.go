@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"net"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/pion/stun/v4"
 	"github.com/pion/webrtc/v4"
@@ -18,6 +20,71 @@ import (
 // socket (UDP) or a connection (TCP, TLS) of its own to the TURN server
 // for each, whatever the mux and the network types (those only need UDP4
 // among them: a relayed candidate is UDP on the TURN server's side).
+
+// Bounds of the wait for a viewer's relayed candidates: the answer holds
+// every candidate (no trickle), so a TURN server that is slow or out of
+// reach over one transport would delay every viewer's start.
+const (
+	// turnGatherWait is how long an answer that has its direct
+	// candidates waits for a first relayed one.
+	turnGatherWait = 2 * time.Second
+	// relayGrace is how long it waits, once one relayed candidate came,
+	// for the other transports' (TCP and TLS are a round trip or two
+	// behind UDP; the first is enough to connect).
+	relayGrace = 250 * time.Millisecond
+)
+
+// watchRelayed is closed at the first relayed candidate pc gathers.
+func watchRelayed(pc *webrtc.PeerConnection) <-chan struct{} {
+	ch := make(chan struct{})
+	var once sync.Once
+	pc.OnICECandidate(func(c *webrtc.ICECandidate) {
+		if c != nil && c.Typ == webrtc.ICECandidateTypeRelay {
+			once.Do(func() { close(ch) })
+		}
+	})
+	return ch
+}
+
+// waitGathering waits for the viewer's candidates: all of them, or,
+// with TURN servers, the first relayed one and relayGrace after it, or
+// (not relay-only) turnGatherWait without one. Then the answer goes with
+// what was gathered; a relay-only viewer's without a relayed candidate
+// is refused by the caller.
+func (v *Viewer) waitGathering(ctx context.Context, gathered, relayed <-chan struct{}) error {
+	o := v.opts
+	hard := time.NewTimer(gatherTimeout)
+	defer hard.Stop()
+	var soft, grace <-chan time.Time
+	if len(o.ICEServers) > 0 && !o.RelayOnly {
+		t := time.NewTimer(turnGatherWait)
+		defer t.Stop()
+		soft = t.C
+	}
+	for {
+		select {
+		case <-gathered:
+			return nil
+		case <-relayed:
+			relayed = nil
+			t := time.NewTimer(relayGrace)
+			defer t.Stop()
+			grace = t.C
+		case <-grace:
+			return nil
+		case <-soft:
+			v.e.log.Warn("the TURN server gave no relayed candidate in time: the viewer's answer goes without them", "stream", v.p.key, "after", turnGatherWait)
+			return nil
+		case <-hard.C:
+			if len(o.ICEServers) == 0 {
+				return api.Errorf(api.KindTimeout, "gathering the daemon's ICE candidates took over %s", gatherTimeout)
+			}
+			return nil
+		case <-ctx.Done():
+			return api.Errorf(api.KindCancelled, "the offer's caller went away: %v", context.Cause(ctx))
+		}
+	}
+}
 
 // iceConfig is the peer connection's configuration for o.
 func iceConfig(o ViewerOptions) webrtc.Configuration {

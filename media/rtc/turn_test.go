@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -247,5 +248,72 @@ func TestTURNRefusals(t *testing.T) {
 				t.Fatalf("%d viewers after a refused join", e.Viewers())
 			}
 		})
+	}
+}
+
+// TestTURNUnreachableCostsNotTheDirectPath: a TURN server that never
+// answers (a UDP port that reads nothing) holds the answer no longer
+// than the wait for a relayed candidate (2 s), and the viewer goes
+// direct all the same; the log says why it waited.
+func TestTURNUnreachableCostsNotTheDirectPath(t *testing.T) {
+	t.Parallel()
+	hole, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hole.Close()
+	var logs logBuf
+	e := newEngineLog(t, &logs)
+	r := rtctest.New(t, rtctest.Options{Channels: []string{api.ChannelControl}})
+	start := time.Now()
+	v, answer, err := e.Join(t.Context(), rtc.Target{Key: "still", Open: func() (rtc.Source, error) { return newStill(64, 48), nil }}, r.Offer,
+		rtc.ViewerOptions{ICEServers: []api.ICEServer{{URLs: []string{"turn:" + hole.LocalAddr().String() + "?transport=udp"}, Username: "u", Credential: "p"}}})
+	if err != nil {
+		t.Fatalf("join with a TURN server that never answers: %v", err)
+	}
+	defer v.Close()
+	if took := time.Since(start); took > 4*time.Second {
+		t.Fatalf("the answer took %s", took)
+	}
+	r.Accept(t, answer)
+	r.NextFrame(t, true, turnTimeout)
+	if sp := r.WaitPath(t, turnTimeout); sp.Media != api.MediaDirect {
+		t.Fatalf("path %+v, want direct", sp)
+	}
+	if !strings.Contains(logs.String(), "level=WARN msg=\"the TURN server gave no relayed candidate in time") {
+		t.Fatalf("no warning of the wait in the log:\n%s", logs.String())
+	}
+}
+
+// TestTURNOneTransportBlocked: a Space whose UDP to the TURN server is
+// lost (a network that lets only TCP out) answers a relay-only viewer
+// once its TCP allocation came, without waiting out the UDP one, and
+// the media goes through TURN over TCP.
+func TestTURNOneTransportBlocked(t *testing.T) {
+	t.Parallel()
+	srv := rtctest.StartTURN(t)
+	hole, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hole.Close()
+	ice := srv.ICEServers("tcp")
+	ice[0].URLs = append([]string{"turn:" + hole.LocalAddr().String() + "?transport=udp"}, ice[0].URLs...)
+	e := newEngine(t)
+	r := rtctest.New(t, rtctest.Options{Channels: []string{api.ChannelControl}, ICEServers: srv.ICEServers("udp"), RelayOnly: true})
+	start := time.Now()
+	v, answer, err := e.Join(t.Context(), rtc.Target{Key: "still", Open: func() (rtc.Source, error) { return newStill(64, 48), nil }}, r.Offer,
+		rtc.ViewerOptions{ICEServers: ice, RelayOnly: true})
+	if err != nil {
+		t.Fatalf("join: %v", err)
+	}
+	defer v.Close()
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("the answer waited %s for the lost UDP allocation", took)
+	}
+	r.Accept(t, answer)
+	r.NextFrame(t, true, turnTimeout)
+	if sp := r.WaitPath(t, turnTimeout); sp.Media != api.MediaTURN || sp.Protocol != "tcp" {
+		t.Fatalf("path %+v, want turn over tcp", sp)
 	}
 }

@@ -19,7 +19,8 @@ import (
 )
 
 // gatherTimeout bounds the wait for the daemon's own candidates (the UDP
-// mux has them at once; a TCP mux or NAT mapping is as quick).
+// mux has them at once; a TCP mux or NAT mapping is as quick), and for a
+// relay-only viewer's relayed ones (see waitGathering).
 const gatherTimeout = 5 * time.Second
 
 // Input is where a viewer's input messages go (the desktop, through
@@ -153,6 +154,7 @@ func newViewer(ctx context.Context, e *Engine, p *pipeline, offer string, o View
 		return fail(api.Errorf(api.KindEnv, "add the video track: %v", err))
 	}
 	v.watchPath(tr) // before anything runs that could call it
+	relayed := watchRelayed(pc)
 	pc.OnDataChannel(v.onDataChannel)
 	pc.OnConnectionStateChange(func(s webrtc.PeerConnectionState) {
 		switch s {
@@ -177,17 +179,8 @@ func newViewer(ctx context.Context, e *Engine, p *pipeline, offer string, o View
 	if err := pc.SetLocalDescription(answer); err != nil {
 		return fail(api.Errorf(api.KindEnv, "set the SDP answer: %v", err))
 	}
-	select {
-	case <-gathered:
-	case <-time.After(gatherTimeout):
-		if len(o.ICEServers) == 0 || o.RelayOnly {
-			return fail(api.Errorf(api.KindTimeout, "gathering the daemon's ICE candidates took over %s", gatherTimeout))
-		}
-		// A TURN server slow to answer must not cost the direct path:
-		// the answer goes with the candidates gathered so far.
-		e.log.Warn("a TURN server did not answer in time: the viewer's answer goes without its relayed candidates", "stream", p.key, "after", gatherTimeout)
-	case <-ctx.Done():
-		return fail(api.Errorf(api.KindCancelled, "the offer's caller went away: %v", context.Cause(ctx)))
+	if err := v.waitGathering(ctx, gathered, relayed); err != nil {
+		return fail(err)
 	}
 	if o.RelayOnly && !strings.Contains(pc.LocalDescription().SDP, " typ relay") {
 		return fail(api.Errorf(api.KindEnv, "the TURN server gave no relayed candidate (unreachable, or it refused the credential): the relay-only path (?ice=relay) cannot carry this stream").
