@@ -1,0 +1,79 @@
+package relayd
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/relay/relayapi"
+)
+
+// The node's metrics: a small Prometheus text exposition, spelled as
+// cua-spacesd spells its own (cua_<program>_..., "# TYPE" before each
+// series), served on the admin socket only (GET /metrics there; cua-relay
+// metrics prints it): the relay's public port answers the internet, and a
+// per-computer series names customers' computers.
+
+// metricsWriter is a part of the node with series of its own (the TURN
+// server).
+type metricsWriter interface{ WriteMetrics(io.Writer) }
+
+// WriteMetrics writes the node's series: its counters (Metrics), the
+// attached computers, and the TURN server's when it runs one.
+func (s *Server) WriteMetrics(w io.Writer) {
+	m := &s.metrics
+	fmt.Fprintf(w, "# TYPE cua_relay_info gauge\ncua_relay_info{node=%q,version=%q} 1\n", s.cfg.Node, s.cfg.Version)
+	for _, c := range []struct {
+		name string
+		v    int64
+	}{
+		{"cua_relay_attaches_total", m.Attaches.Load()},
+		{"cua_relay_sessions_refused_total", m.SessionsRefused.Load()},
+		{"cua_relay_bad_tokens_total", m.BadTokens.Load()},
+		{"cua_relay_bad_tokens_unpaused_total", m.BadTokensUnpaused.Load()},
+		{"cua_relay_data_conns_total", m.DataConns.Load()},
+	} {
+		fmt.Fprintf(w, "# TYPE %s counter\n%s %d\n", c.name, c.name, c.v)
+	}
+	s.mu.Lock()
+	sessions, pending := len(s.sessions), len(s.pending)
+	s.mu.Unlock()
+	fmt.Fprintf(w, "# TYPE cua_relay_sessions gauge\ncua_relay_sessions %d\n", sessions)
+	fmt.Fprintf(w, "# TYPE cua_relay_sessions_max gauge\ncua_relay_sessions_max %d\n", s.cfg.Limits.MaxSessions)
+	fmt.Fprintf(w, "# TYPE cua_relay_data_pending gauge\ncua_relay_data_pending %d\n", pending)
+	if mw, ok := s.cfg.TURN.(metricsWriter); ok {
+		mw.WriteMetrics(w)
+	}
+}
+
+func (s *Server) adminMetrics(w http.ResponseWriter, _ *http.Request) {
+	var b bytes.Buffer
+	s.WriteMetrics(&b)
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	_, _ = w.Write(b.Bytes())
+}
+
+// Metrics answers the running relay's metrics, in the Prometheus text
+// format.
+func (c *AdminClient) Metrics(ctx context.Context) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://relay-admin"+relayapi.PathAdminMetrics, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return "", c.transportErr(err, http.MethodGet, relayapi.PathAdminMetrics)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return "", api.Errorf(api.KindRelay, "admin GET %s: %w", relayapi.PathAdminMetrics, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", api.Errorf(api.KindRelay, "admin GET %s: HTTP %d", relayapi.PathAdminMetrics, resp.StatusCode)
+	}
+	return string(b), nil
+}
