@@ -81,9 +81,8 @@ type Options struct {
 	// MaxAllocationsPerComputer and MaxAllocations override the defaults.
 	MaxAllocationsPerComputer int
 	MaxAllocations            int
-	// MaxConns bounds the TCP and TLS connections open at once (default
-	// 2*MaxAllocations): each is a goroutine, and one with no allocation
-	// is closed after a short silence anyway.
+	// MaxConns bounds the connections open at once on each of the TCP and
+	// TLS listeners (default 2*MaxAllocations): each is a goroutine.
 	MaxConns int
 }
 

@@ -271,3 +271,21 @@ func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
 }
+
+// Past MaxConns, a TCP connection is closed at once, and counted.
+func TestConnectionCap(t *testing.T) {
+	e := start(t, turnsvc.Options{MaxConns: 1})
+	e.dial(t, "tcp", e.srv.Credential("box-1", "viewer")).allocate(t)
+	extra, err := net.Dial("tcp", e.srv.TCPAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	_ = extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := extra.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Fatalf("a connection past the cap: read %v, want it closed", err)
+	}
+	if got := metric(t, e.srv, "cua_relay_turn_connections_refused_total"); got != 1 {
+		t.Fatalf("refused connections: %d, want 1", got)
+	}
+}
