@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pion/logging"
@@ -42,7 +43,8 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 			c.Close()
 			continue
 		}
-		lc := &limitedConn{Conn: c, l: l, timeout: firstReadTimeout}
+		lc := &limitedConn{Conn: c, l: l}
+		lc.timeout.Store(int64(firstReadTimeout))
 		l.conns[lc] = struct{}{}
 		l.mu.Unlock()
 		l.m.conns.Add(1)
@@ -66,15 +68,15 @@ func (l *connLimiter) closeConns() {
 type limitedConn struct {
 	net.Conn
 	l       *connLimiter
-	timeout time.Duration // read by Read only (pion reads from one goroutine)
+	timeout atomic.Int64 // a time.Duration; atomic as a TLS handshake may read from a writer's goroutine
 	once    sync.Once
 }
 
 func (c *limitedConn) Read(b []byte) (int, error) {
-	_ = c.Conn.SetReadDeadline(time.Now().Add(c.timeout))
+	_ = c.Conn.SetReadDeadline(time.Now().Add(time.Duration(c.timeout.Load())))
 	n, err := c.Conn.Read(b)
 	if n > 0 {
-		c.timeout = idleTimeout
+		c.timeout.Store(int64(idleTimeout))
 	}
 	return n, err
 }

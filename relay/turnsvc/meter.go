@@ -212,11 +212,15 @@ func (p *meteredConn) ReadFrom(b []byte) (int, net.Addr, error) {
 	return n, addr, err
 }
 
+// WriteTo counts before it writes (and takes back what was not written),
+// so a peer never holds a packet the counters do not show yet.
 func (p *meteredConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	p.c.toPeer.Add(int64(len(b)))
+	p.m.toPeer.Add(int64(len(b)))
 	n, err := p.PacketConn.WriteTo(b, addr)
-	if n > 0 {
-		p.c.toPeer.Add(int64(n))
-		p.m.toPeer.Add(int64(n))
+	if n < len(b) {
+		p.c.toPeer.Add(int64(n - len(b)))
+		p.m.toPeer.Add(int64(n - len(b)))
 	}
 	return n, err
 }

@@ -50,6 +50,8 @@ const (
 	// holds nothing).
 	firstReadTimeout = 30 * time.Second
 	idleTimeout      = 15 * time.Minute
+	// closeWait bounds Close's wait for the allocations to end.
+	closeWait = 2 * time.Second
 )
 
 // Options configure New. UDPAddr, TCPAddr and TLSAddr are listen
@@ -148,10 +150,14 @@ func New(ctx context.Context, o Options) (*Server, error) {
 
 	var lc net.ListenConfig
 	cfg := turn.ServerConfig{
-		Realm:         o.Realm,
-		AuthHandler:   s.auth,
-		QuotaHandler:  func(userID, _ string, _ net.Addr) bool { return s.meter.quotaOK(userID) },
-		LoggerFactory: loggerFactory{s.log},
+		Realm:       o.Realm,
+		AuthHandler: s.auth,
+		// An Allocate that names no address family gets IPv4 (RFC 6156's
+		// default), also from a client that reached a dual-stack listener
+		// over IPv6: relayed addresses are IPv4 only.
+		StrictAddressFamily: true,
+		QuotaHandler:        func(userID, _ string, _ net.Addr) bool { return s.meter.quotaOK(userID) },
+		LoggerFactory:       loggerFactory{s.log},
 		EventHandler: turn.EventHandler{
 			OnAuth: func(_, _ net.Addr, _, _, _ string, _ string, verdict bool) {
 				if !verdict {
@@ -226,6 +232,11 @@ func (s *Server) Close() error {
 			if l != nil {
 				l.closeConns()
 			}
+		}
+		// pion ends the allocations from its read loops as they stop;
+		// wait (a little) so that Close leaves no relayed socket open.
+		for deadline := time.Now().Add(closeWait); s.TotalStats().Live > 0 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
 		}
 	})
 	return s.closeErr
