@@ -4,7 +4,7 @@
 // through its admin socket (DATA_DIR/admin.sock), never to the store.
 //
 //	cua-relay serve --listen ADDR --data-dir DIR [--tls-cert F --tls-key F | --tls-self-signed] [--public-url wss://...] [--node NAME]
-//	                [--turn-listen ADDR|off] [--turn-tls-listen ADDR] [--turn-ip IP] [--turn-host HOST]
+//	                [--turn-listen ADDR|off] [--turn-tls-listen ADDR] [--turn-ip IP] [--turn-host HOST] [--turn-relay-ports LO-HI]
 //	cua-relay user add NAME [--email E] --data-dir DIR
 //	cua-relay user ls|rm ...
 //	cua-relay token create USER --data-dir DIR     prints a user's API token, once
@@ -27,6 +27,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -48,6 +49,7 @@ const usage = `usage: cua-relay <command> [flags]
   serve --listen ADDR --data-dir DIR [--tls-cert F --tls-key F | --tls-self-signed]
         [--public-url wss://HOST[:PORT]]... [--node NAME]
         [--turn-listen ADDR|off] [--turn-tls-listen ADDR] [--turn-ip IP] [--turn-host HOST]
+        [--turn-relay-ports LO-HI]
   user add NAME [--email E] --data-dir DIR
   user ls --data-dir DIR
   user rm NAME --data-dir DIR          removes the user's tokens and computers too
@@ -108,6 +110,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	turnTLSListen := fs.String("turn-tls-listen", "", "TURN over TLS on this address, with the relay's certificate (default: off; 5349 by custom)")
 	turnIP := fs.String("turn-ip", "", "the IP given to TURN clients as their relayed address (default: the --turn-listen IP, else this machine's first non-loopback IPv4; behind a 1:1 NAT give the public IP)")
 	turnHost := fs.String("turn-host", "", "the TURN host put in credentials (default: the host each client reached the relay by)")
+	turnPorts := fs.String("turn-relay-ports", "", "LO-HI: the UDP ports of relayed addresses, for one firewall rule (default: the kernel's ephemeral ports)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -131,7 +134,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	turnOpts, err := turnOptions(*turnListen, *turnTLSListen, *turnIP, *turnHost)
+	turnOpts, err := turnOptions(*turnListen, *turnTLSListen, *turnIP, *turnHost, *turnPorts)
 	if err != nil {
 		fmt.Fprintf(stderr, "cua-relay: %v\n", err)
 		return 2
@@ -219,7 +222,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // turnOptions are the TURN server's settings from serve's flags; nil when
 // --turn-listen is "off" and there is no --turn-tls-listen.
-func turnOptions(listen, tlsListen, ip, host string) (*turnsvc.Options, error) {
+func turnOptions(listen, tlsListen, ip, host, ports string) (*turnsvc.Options, error) {
 	if listen == "off" {
 		listen = ""
 	}
@@ -242,6 +245,15 @@ func turnOptions(listen, tlsListen, ip, host string) (*turnsvc.Options, error) {
 		if o.RelayIP = net.ParseIP(ip); o.RelayIP == nil || o.RelayIP.To4() == nil || o.RelayIP.IsUnspecified() {
 			return nil, fmt.Errorf("--turn-ip %q: want an IPv4 address", ip)
 		}
+	}
+	if ports != "" {
+		lo, hi, ok := strings.Cut(ports, "-")
+		min, err1 := strconv.Atoi(lo)
+		max, err2 := strconv.Atoi(hi)
+		if !ok || err1 != nil || err2 != nil || min < 1024 || max > 65535 || min > max {
+			return nil, fmt.Errorf("--turn-relay-ports %q: want LO-HI, 1024 <= LO <= HI <= 65535", ports)
+		}
+		o.RelayPortMin, o.RelayPortMax = min, max
 	}
 	return o, nil
 }

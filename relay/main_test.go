@@ -108,22 +108,28 @@ func TestAdminCLIAgainstRunningRelay(t *testing.T) {
 // --turn-ip must be an IPv4 address.
 func TestTURNFlags(t *testing.T) {
 	for _, c := range []struct {
-		listen, tls, ip string
-		on, ok          bool
+		listen, tls, ip, ports string
+		on, ok                 bool
 	}{
-		{":3478", "", "", true, true},
-		{"off", "", "", false, true},
-		{"off", ":5349", "", true, true},
-		{"", "", "", false, true},
-		{"3478", "", "", false, false},
-		{":3478", "", "203.0.113.5", true, true},
-		{":3478", "", "2001:db8::1", false, false},
-		{":3478", "", "turn.example", false, false},
-		{":3478", "", "0.0.0.0", false, false},
+		{":3478", "", "", "", true, true},
+		{"off", "", "", "", false, true},
+		{"off", ":5349", "", "", true, true},
+		{"", "", "", "", false, true},
+		{"3478", "", "", "", false, false},
+		{":3478", "", "203.0.113.5", "", true, true},
+		{":3478", "", "2001:db8::1", "", false, false},
+		{":3478", "", "turn.example", "", false, false},
+		{":3478", "", "0.0.0.0", "", false, false},
+		{":3478", "", "", "49152-65535", true, true},
+		{":3478", "", "", "50000-50000", true, true},
+		{":3478", "", "", "50000", false, false},
+		{":3478", "", "", "60000-50000", false, false},
+		{":3478", "", "", "80-90", false, false},
+		{":3478", "", "", "50000-70000", false, false},
 	} {
-		o, err := turnOptions(c.listen, c.tls, c.ip, "")
+		o, err := turnOptions(c.listen, c.tls, c.ip, "", c.ports)
 		if (err == nil) != c.ok || (o != nil) != c.on {
-			t.Errorf("--turn-listen %q --turn-tls-listen %q --turn-ip %q: %+v, %v", c.listen, c.tls, c.ip, o, err)
+			t.Errorf("--turn-listen %q --turn-tls-listen %q --turn-ip %q --turn-relay-ports %q: %+v, %v", c.listen, c.tls, c.ip, c.ports, o, err)
 		}
 	}
 	var out, errb bytes.Buffer

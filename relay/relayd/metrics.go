@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/relay/relayapi"
@@ -25,7 +26,7 @@ type metricsWriter interface{ WriteMetrics(io.Writer) }
 // attached computers, and the TURN server's when it runs one.
 func (s *Server) WriteMetrics(w io.Writer) {
 	m := &s.metrics
-	fmt.Fprintf(w, "# TYPE cua_relay_info gauge\ncua_relay_info{node=%q,version=%q} 1\n", s.cfg.Node, s.cfg.Version)
+	fmt.Fprintf(w, "# TYPE cua_relay_info gauge\ncua_relay_info{node=\"%s\",version=\"%s\"} 1\n", labelValue(s.cfg.Node), labelValue(s.cfg.Version))
 	for _, c := range []struct {
 		name string
 		v    int64
@@ -48,6 +49,10 @@ func (s *Server) WriteMetrics(w io.Writer) {
 		mw.WriteMetrics(w)
 	}
 }
+
+// labelValue escapes a label's value as the text format wants (Go's %q
+// would also escape what Prometheus reads as is).
+var labelValue = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace
 
 func (s *Server) adminMetrics(w http.ResponseWriter, _ *http.Request) {
 	var b bytes.Buffer

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"slices"
 	"strconv"
@@ -160,8 +161,38 @@ func (m *meter) sweepLocked() {
 // relayGen makes the relayed sockets: UDP on the bind address, told to
 // clients as the relay address, counted against the quota and metered.
 type relayGen struct {
-	bind, relay net.IP
-	meter       *meter
+	bind, relay      net.IP
+	meter            *meter
+	minPort, maxPort int // 0: any ephemeral port
+}
+
+// relayPortTries bounds the random ports tried in the range before an
+// Allocate fails (a full range answers 508 Insufficient Capacity).
+const relayPortTries = 16
+
+// listen opens a relayed socket on port, or (port 0) on a port of the
+// range, or any.
+func (g *relayGen) listen(port int) (net.PacketConn, error) {
+	open := func(p int) (net.PacketConn, error) {
+		return net.ListenPacket("udp4", net.JoinHostPort(g.bind.String(), strconv.Itoa(p)))
+	}
+	if g.minPort == 0 {
+		return open(port)
+	}
+	if port != 0 {
+		if port < g.minPort || port > g.maxPort {
+			return nil, fmt.Errorf("turnsvc: port %d is outside the relay ports %d-%d", port, g.minPort, g.maxPort)
+		}
+		return open(port)
+	}
+	var err error
+	for range relayPortTries {
+		var pc net.PacketConn
+		if pc, err = open(g.minPort + rand.IntN(g.maxPort-g.minPort+1)); err == nil {
+			return pc, nil
+		}
+	}
+	return nil, fmt.Errorf("turnsvc: no free relay port in %d-%d: %w", g.minPort, g.maxPort, err)
 }
 
 func (g *relayGen) Validate() error { return nil }
@@ -174,7 +205,7 @@ func (g *relayGen) AllocatePacketConn(c turn.AllocateListenerConfig) (net.Packet
 	if err != nil {
 		return nil, nil, err
 	}
-	pc, err := net.ListenPacket("udp4", net.JoinHostPort(g.bind.String(), strconv.Itoa(c.RequestedPort)))
+	pc, err := g.listen(c.RequestedPort)
 	if err != nil {
 		g.meter.release(st)
 		return nil, nil, err

@@ -86,6 +86,10 @@ type Options struct {
 	// MaxConns bounds the connections open at once on each of the TCP and
 	// TLS listeners (default 2*MaxAllocations): each is a goroutine.
 	MaxConns int
+	// RelayPortMin and RelayPortMax, when set, keep the relayed sockets'
+	// ports in that range (one firewall rule); default: the kernel's
+	// ephemeral ports.
+	RelayPortMin, RelayPortMax int
 }
 
 // Server is a running TURN server.
@@ -138,6 +142,9 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	if o.MaxConns <= 0 {
 		o.MaxConns = 2 * o.MaxAllocations
 	}
+	if (o.RelayPortMin == 0) != (o.RelayPortMax == 0) || o.RelayPortMin < 0 || o.RelayPortMax > 65535 || o.RelayPortMin > o.RelayPortMax {
+		return nil, fmt.Errorf("turnsvc: relay ports %d-%d: want 1 <= min <= max <= 65535, or neither", o.RelayPortMin, o.RelayPortMax)
+	}
 	s := &Server{o: o, log: o.Logger.With("component", "turn"), now: o.Clock}
 	bindIP, relayIP, err := relayAddress(o)
 	if err != nil {
@@ -145,7 +152,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 	}
 	s.relayIP = relayIP
 	s.meter = newMeter(o.MaxAllocationsPerComputer, o.MaxAllocations, o.Clock)
-	gen := &relayGen{bind: bindIP, relay: relayIP, meter: s.meter}
+	gen := &relayGen{bind: bindIP, relay: relayIP, meter: s.meter, minPort: o.RelayPortMin, maxPort: o.RelayPortMax}
 	perm := func(_ net.Addr, peer net.IP) bool { return peerAllowed(relayIP, peer) }
 
 	var lc net.ListenConfig
@@ -242,7 +249,7 @@ func (s *Server) Close() error {
 	return s.closeErr
 }
 
-// UDPAddr, TCPAddr and TLSAddr are the listeners' addresses (nil when off).
+// UDPAddr is the UDP listener's address (nil when off).
 func (s *Server) UDPAddr() net.Addr {
 	if s.udp == nil {
 		return nil
@@ -250,6 +257,7 @@ func (s *Server) UDPAddr() net.Addr {
 	return s.udp.LocalAddr()
 }
 
+// TCPAddr is the TCP listener's address (nil when off).
 func (s *Server) TCPAddr() net.Addr {
 	if s.tcp == nil {
 		return nil
@@ -257,6 +265,7 @@ func (s *Server) TCPAddr() net.Addr {
 	return s.tcp.Addr()
 }
 
+// TLSAddr is the TLS listener's address (nil when off).
 func (s *Server) TLSAddr() net.Addr {
 	if s.tlsLn == nil {
 		return nil

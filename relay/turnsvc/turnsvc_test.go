@@ -289,3 +289,17 @@ func TestConnectionCap(t *testing.T) {
 		t.Fatalf("refused connections: %d, want 1", got)
 	}
 }
+
+// With a relay port range, every allocation's port is in it.
+func TestRelayPortRange(t *testing.T) {
+	e := start(t, turnsvc.Options{RelayPortMin: 40100, RelayPortMax: 40110})
+	for range 3 {
+		relay := e.dial(t, "udp", e.srv.Credential("box-1", "viewer")).allocate(t)
+		if p := relay.LocalAddr().(*net.UDPAddr).Port; p < 40100 || p > 40110 {
+			t.Fatalf("relayed port %d, outside 40100-40110", p)
+		}
+	}
+	if _, err := turnsvc.New(t.Context(), turnsvc.Options{UDPAddr: "127.0.0.1:0", Secret: secret, RelayPortMin: 5000}); err == nil {
+		t.Fatal("a range with no end passed")
+	}
+}
