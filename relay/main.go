@@ -247,13 +247,13 @@ func turnOptions(listen, tlsListen, ip, host, ports string) (*turnsvc.Options, e
 		}
 	}
 	if ports != "" {
-		lo, hi, ok := strings.Cut(ports, "-")
-		min, err1 := strconv.Atoi(lo)
-		max, err2 := strconv.Atoi(hi)
-		if !ok || err1 != nil || err2 != nil || min < 1024 || max > 65535 || min > max {
+		los, his, ok := strings.Cut(ports, "-")
+		lo, err1 := strconv.Atoi(los)
+		hi, err2 := strconv.Atoi(his)
+		if !ok || err1 != nil || err2 != nil || lo < 1024 || hi > 65535 || lo > hi {
 			return nil, fmt.Errorf("--turn-relay-ports %q: want LO-HI, 1024 <= LO <= HI <= 65535", ports)
 		}
-		o.RelayPortMin, o.RelayPortMax = min, max
+		o.RelayPortMin, o.RelayPortMax = lo, hi
 	}
 	return o, nil
 }
