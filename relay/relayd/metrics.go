@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
+	"sync/atomic"
+	"unicode"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/relay/relayapi"
@@ -25,19 +28,18 @@ type metricsWriter interface{ WriteMetrics(io.Writer) }
 // WriteMetrics writes the node's series: its counters (Metrics), the
 // attached computers, and the TURN server's when it runs one.
 func (s *Server) WriteMetrics(w io.Writer) {
-	m := &s.metrics
 	fmt.Fprintf(w, "# TYPE cua_relay_info gauge\ncua_relay_info{node=\"%s\",version=\"%s\"} 1\n", labelValue(s.cfg.Node), labelValue(s.cfg.Version))
-	for _, c := range []struct {
-		name string
-		v    int64
-	}{
-		{"cua_relay_attaches_total", m.Attaches.Load()},
-		{"cua_relay_sessions_refused_total", m.SessionsRefused.Load()},
-		{"cua_relay_bad_tokens_total", m.BadTokens.Load()},
-		{"cua_relay_bad_tokens_unpaused_total", m.BadTokensUnpaused.Load()},
-		{"cua_relay_data_conns_total", m.DataConns.Load()},
-	} {
-		fmt.Fprintf(w, "# TYPE %s counter\n%s %d\n", c.name, c.name, c.v)
+	// Every counter of Metrics, by its field's name (BadTokens:
+	// cua_relay_bad_tokens_total): a counter added there is exposed
+	// without a line here.
+	m := reflect.ValueOf(&s.metrics).Elem()
+	for i := range m.NumField() {
+		c, ok := m.Field(i).Addr().Interface().(*atomic.Int64)
+		if !ok {
+			continue
+		}
+		name := "cua_relay_" + snake(m.Type().Field(i).Name) + "_total"
+		fmt.Fprintf(w, "# TYPE %s counter\n%s %d\n", name, name, c.Load())
 	}
 	s.mu.Lock()
 	sessions, pending := len(s.sessions), len(s.pending)
@@ -48,6 +50,21 @@ func (s *Server) WriteMetrics(w io.Writer) {
 	if mw, ok := s.cfg.TURN.(metricsWriter); ok {
 		mw.WriteMetrics(w)
 	}
+}
+
+// snake spells a Go name in snake case: DataConns, data_conns.
+func snake(name string) string {
+	var b strings.Builder
+	for i, r := range name {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // labelValue escapes a label's value as the text format wants (Go's %q

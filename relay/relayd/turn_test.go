@@ -121,6 +121,8 @@ func TestMetricsOnAdminSocket(t *testing.T) {
 	for _, want := range []string{
 		"# TYPE cua_relay_sessions gauge\ncua_relay_sessions 1\n",
 		"cua_relay_attaches_total 1\n",
+		"# TYPE cua_relay_bad_tokens_unpaused_total counter\n",
+		"# TYPE cua_relay_data_conns_total counter\n",
 		`cua_relay_info{node="n1",version="dev"} 1`,
 		"cua_relay_turn_allocations_created_total 1\n",
 		`cua_relay_turn_computer_allocations_created_total{computer="box"} 1`,
