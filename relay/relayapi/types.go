@@ -45,6 +45,9 @@ const (
 	PathAdminTokens = "/admin/users/{name}/tokens" // POST -> UserToken
 	// PathAdminComputers lists every computer of every user.
 	PathAdminComputers = "/admin/computers"
+	// PathAdminMetrics is the node's metrics in the Prometheus text
+	// format (GET; text/plain; version=0.0.4).
+	PathAdminMetrics = "/metrics"
 )
 
 // Health is GET /health's answer.
