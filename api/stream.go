@@ -47,6 +47,13 @@ const (
 	MaxTicketTTLSeconds     = 3600
 )
 
+// TicketPrefix starts every stream ticket ("cuat1.<payload>.<mac>"), so
+// that a bearer value is told from a token without trying a signature (and
+// a format change is a new prefix). cua-relay forwards a request whose
+// bearer has it only on the stream routes a viewer link uses, and leaves
+// the ticket itself to the Space.
+const TicketPrefix = "cuat1."
+
 // Ticket renewal: a viewer that opened its stream with a ticket is sent a
 // fresh ticket of the same target and mode (a control message "ticket")
 // when its control channel opens and every TicketRenewalInterval after,

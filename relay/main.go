@@ -4,10 +4,12 @@
 // through its admin socket (DATA_DIR/admin.sock), never to the store.
 //
 //	cua-relay serve --listen ADDR --data-dir DIR [--tls-cert F --tls-key F | --tls-self-signed] [--public-url wss://...] [--node NAME]
+//	                [--turn-listen ADDR|off] [--turn-tls-listen ADDR] [--turn-ip IP] [--turn-host HOST] [--turn-relay-ports LO-HI]
 //	cua-relay user add NAME [--email E] --data-dir DIR
 //	cua-relay user ls|rm ...
 //	cua-relay token create USER --data-dir DIR     prints a user's API token, once
 //	cua-relay computer ls --data-dir DIR
+//	cua-relay metrics --data-dir DIR               the node's Prometheus metrics
 //	cua-relay version
 package main
 
@@ -25,6 +27,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -33,6 +36,7 @@ import (
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/relay/protocol"
 	"github.com/trycua/cua-spacesd/relay/relayd"
+	"github.com/trycua/cua-spacesd/relay/turnsvc"
 )
 
 // version is set at link time (-X main.version=...).
@@ -44,11 +48,14 @@ const dataDirEnv = "CUA_RELAY_DATA_DIR"
 const usage = `usage: cua-relay <command> [flags]
   serve --listen ADDR --data-dir DIR [--tls-cert F --tls-key F | --tls-self-signed]
         [--public-url wss://HOST[:PORT]]... [--node NAME]
+        [--turn-listen ADDR|off] [--turn-tls-listen ADDR] [--turn-ip IP] [--turn-host HOST]
+        [--turn-relay-ports LO-HI]
   user add NAME [--email E] --data-dir DIR
   user ls --data-dir DIR
   user rm NAME --data-dir DIR          removes the user's tokens and computers too
   token create USER --data-dir DIR     prints a new API token for USER, once
   computer ls --data-dir DIR
+  metrics --data-dir DIR               prints the running relay's metrics (Prometheus text)
   version
 --data-dir defaults to $` + dataDirEnv + `.`
 
@@ -68,6 +75,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return serve(ctx, args, stdout, stderr)
 	case "user", "token", "computer":
 		return admin(ctx, cmd, args, stdout, stderr)
+	case "metrics":
+		return metrics(ctx, args, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "cua-relay %s (protocol %d)\n", version, protocol.Version)
 		return 0
@@ -97,6 +106,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Var(&urls, "public-url", "a wss:// URL Spaces reach this relay at (repeatable; default wss://<listen address>)")
 	node := fs.String("node", "", "this node's name (default: the host name)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	turnListen := fs.String("turn-listen", fmt.Sprintf(":%d", turnsvc.DefaultPort), `TURN over UDP and TCP on this address ("off": no TURN)`)
+	turnTLSListen := fs.String("turn-tls-listen", "", "TURN over TLS on this address, with the relay's certificate (default: off; 5349 by custom)")
+	turnIP := fs.String("turn-ip", "", "the IP given to TURN clients as their relayed address (default: the --turn-listen IP, else this machine's first non-loopback IPv4; behind a 1:1 NAT give the public IP)")
+	turnHost := fs.String("turn-host", "", "the TURN host put in credentials (default: the host each client reached the relay by)")
+	turnPorts := fs.String("turn-relay-ports", "", "LO-HI: the UDP ports of relayed addresses, for one firewall rule (default: the kernel's ephemeral ports)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -119,6 +133,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "cua-relay: --public-url %q: want wss://HOST[:PORT]\n", u)
 			return 2
 		}
+	}
+	turnOpts, err := turnOptions(*turnListen, *turnTLSListen, *turnIP, *turnHost, *turnPorts)
+	if err != nil {
+		fmt.Fprintf(stderr, "cua-relay: %v\n", err)
+		return 2
+	}
+	if turnOpts != nil && turnOpts.TLSAddr != "" && *insecure && !*selfSigned && *certFile == "" {
+		fmt.Fprintln(stderr, "cua-relay: --turn-tls-listen needs the relay's certificate (--tls-cert/--tls-key or --tls-self-signed)")
+		return 2
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -166,13 +189,27 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	r, err := relayd.Start(ctx, ln, relayd.Options{DataDir: *dataDir, Node: *node, URLs: urls, TLS: tlsConfig, Logger: log, Version: version})
+	r, err := relayd.Start(ctx, ln, relayd.Options{DataDir: *dataDir, Node: *node, URLs: urls, TLS: tlsConfig, Logger: log, Version: version, TURN: turnOpts})
 	if err != nil {
 		ln.Close()
 		fmt.Fprintf(stderr, "cua-relay: %v\n", err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "cua-relay: serving on %s (%s)\n", ln.Addr(), strings.Join(r.URLs, ", "))
+	if t := r.TURN; t != nil {
+		var on []string
+		for _, l := range []struct {
+			name string
+			addr net.Addr
+		}{{"udp", t.UDPAddr()}, {"tcp", t.TCPAddr()}, {"tls", t.TLSAddr()}} {
+			if l.addr != nil {
+				on = append(on, l.name+" "+l.addr.String())
+			}
+		}
+		fmt.Fprintf(stdout, "cua-relay: TURN on %s (relayed address %s)\n", strings.Join(on, ", "), t.RelayIP())
+	} else {
+		fmt.Fprintln(stdout, "cua-relay: TURN off")
+	}
 	log.Info("cua-relay serving", "addr", ln.Addr().String(), "version", version, "tls", tlsConfig != nil, "urls", r.URLs)
 	<-ctx.Done()
 	log.Info("cua-relay shutting down")
@@ -180,6 +217,68 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log.Error("close", "err", err)
 		return 1
 	}
+	return 0
+}
+
+// turnOptions are the TURN server's settings from serve's flags; nil when
+// --turn-listen is "off" and there is no --turn-tls-listen.
+func turnOptions(listen, tlsListen, ip, host, ports string) (*turnsvc.Options, error) {
+	if listen == "off" {
+		listen = ""
+	}
+	if tlsListen == "off" {
+		tlsListen = ""
+	}
+	if listen == "" && tlsListen == "" {
+		return nil, nil
+	}
+	for _, a := range []string{listen, tlsListen} {
+		if a == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return nil, fmt.Errorf("TURN listen address %q: want HOST:PORT or :PORT", a)
+		}
+	}
+	o := &turnsvc.Options{UDPAddr: listen, TCPAddr: listen, TLSAddr: tlsListen, Host: host}
+	if ip != "" {
+		if o.RelayIP = net.ParseIP(ip); o.RelayIP == nil || o.RelayIP.To4() == nil || o.RelayIP.IsUnspecified() {
+			return nil, fmt.Errorf("--turn-ip %q: want an IPv4 address", ip)
+		}
+	}
+	if ports != "" {
+		los, his, ok := strings.Cut(ports, "-")
+		lo, err1 := strconv.Atoi(los)
+		hi, err2 := strconv.Atoi(his)
+		if !ok || err1 != nil || err2 != nil || lo < 1024 || hi > 65535 || lo > hi {
+			return nil, fmt.Errorf("--turn-relay-ports %q: want LO-HI, 1024 <= LO <= HI <= 65535", ports)
+		}
+		o.RelayPortMin, o.RelayPortMax = lo, hi
+	}
+	return o, nil
+}
+
+// metrics prints the running relay's metrics.
+func metrics(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("metrics", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := fs.String("data-dir", os.Getenv(dataDirEnv), "the data dir of the running relay")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *dataDir == "" || fs.NArg() != 0 {
+		fmt.Fprintf(stderr, "cua-relay: usage: metrics --data-dir DIR (or $%s)\n", dataDirEnv)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	text, err := relayd.NewAdminClient(*dataDir).Metrics(ctx)
+	if err != nil {
+		e := api.AsError(err)
+		fmt.Fprintf(stderr, "cua-relay: %s: %s\n", e.Kind, e.Message)
+		return 1
+	}
+	_, _ = io.WriteString(stdout, text)
 	return 0
 }
 

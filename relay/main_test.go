@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,8 @@ func TestAdminCLIAgainstRunningRelay(t *testing.T) {
 	var serveOut, serveErr bytes.Buffer
 	served := make(chan int, 1)
 	go func() {
-		served <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--tls-self-signed", "--node", "n1", "--log-level", "error"}, &serveOut, &serveErr)
+		served <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--tls-self-signed", "--node", "n1", "--log-level", "error",
+			"--turn-listen", "127.0.0.1:0", "--turn-tls-listen", "127.0.0.1:0"}, &serveOut, &serveErr)
 	}()
 	sock := filepath.Join(dir, relayapi.AdminSocket)
 	deadline := time.Now().Add(30 * time.Second)
@@ -79,6 +81,10 @@ func TestAdminCLIAgainstRunningRelay(t *testing.T) {
 	if code, out, _ := cli("user", "ls", "--json"); code != 0 || strings.Contains(out, "alice") {
 		t.Fatalf("user ls after rm: %d %s", code, out)
 	}
+	if code, out, errs := cli("metrics"); code != 0 || !strings.Contains(out, "# TYPE cua_relay_sessions gauge\ncua_relay_sessions 0\n") ||
+		!strings.Contains(out, "cua_relay_turn_allocations 0\n") {
+		t.Fatalf("metrics: %d %s %s", code, out, errs)
+	}
 	if code, _, _ := cli("user", "frob"); code != 2 {
 		t.Fatalf("an unknown command: %d", code)
 	}
@@ -89,8 +95,46 @@ func TestAdminCLIAgainstRunningRelay(t *testing.T) {
 	if !strings.Contains(serveOut.String(), "TLS self-signed certificate sha256:") {
 		t.Fatalf("no fingerprint printed: %s", serveOut.String())
 	}
+	if !regexp.MustCompile(`TURN on udp 127\.0\.0\.1:\d+, tcp 127\.0\.0\.1:\d+, tls 127\.0\.0\.1:\d+ \(relayed address 127\.0\.0\.1\)`).MatchString(serveOut.String()) {
+		t.Fatalf("no TURN addresses printed: %s", serveOut.String())
+	}
 	// The CLI never opens the store: with no relay running, it says so.
 	if code, _, errs := cli("user", "ls"); code != 1 || !strings.Contains(errs, "cua-relay serve running") {
 		t.Fatalf("user ls without a relay: %d %s", code, errs)
+	}
+}
+
+// serve's TURN flags: "off" turns TURN off, an address is checked, and
+// --turn-ip must be an IPv4 address.
+func TestTURNFlags(t *testing.T) {
+	for _, c := range []struct {
+		listen, tls, ip, ports string
+		on, ok                 bool
+	}{
+		{":3478", "", "", "", true, true},
+		{"off", "", "", "", false, true},
+		{"off", ":5349", "", "", true, true},
+		{"", "", "", "", false, true},
+		{"3478", "", "", "", false, false},
+		{":3478", "", "203.0.113.5", "", true, true},
+		{":3478", "", "2001:db8::1", "", false, false},
+		{":3478", "", "turn.example", "", false, false},
+		{":3478", "", "0.0.0.0", "", false, false},
+		{":3478", "", "", "49152-65535", true, true},
+		{":3478", "", "", "50000-50000", true, true},
+		{":3478", "", "", "50000", false, false},
+		{":3478", "", "", "60000-50000", false, false},
+		{":3478", "", "", "80-90", false, false},
+		{":3478", "", "", "50000-70000", false, false},
+	} {
+		o, err := turnOptions(c.listen, c.tls, c.ip, "", c.ports)
+		if (err == nil) != c.ok || (o != nil) != c.on {
+			t.Errorf("--turn-listen %q --turn-tls-listen %q --turn-ip %q --turn-relay-ports %q: %+v, %v", c.listen, c.tls, c.ip, c.ports, o, err)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run(t.Context(), []string{"serve", "--data-dir", t.TempDir(), "--insecure-no-tls", "--turn-tls-listen", "127.0.0.1:0"}, &out, &errb); code != 2 ||
+		!strings.Contains(errb.String(), "needs the relay's certificate") {
+		t.Fatalf("TURN over TLS without TLS: %d %s", code, errb.String())
 	}
 }

@@ -30,6 +30,10 @@ const (
 	RelayAPI    = "relay/relayapi"
 )
 
+// RelayTURN is the relay program's TURN server, beside its store
+// (relay/store): the relay's own, no other program's to import.
+const RelayTURN = "relay/turnsvc"
+
 // relayShared are the relay's packages every program may import.
 var relayShared = []string{RelayProtocol, RelayTunnel, RelayAPI}
 
@@ -81,6 +85,8 @@ var Rules = []Rule{
 		Why: "the session layer stands on the standard library, the WebSocket library and the multiplexer only"},
 	{From: RelayAPI, Allow: []string{"std", "api", RelayProtocol},
 		Why: "the relay's HTTP API (types and client) stands on the contract and the protocol only"},
+	{From: RelayTURN, Allow: []string{"std", RelayProtocol, "github.com/pion/..."},
+		Why: "the relay's TURN server stands on the protocol (its credentials) and pion only: relayd runs it, and it knows neither the store nor the HTTP side"},
 }
 
 // Package is one package of the module and what it imports.

@@ -56,6 +56,11 @@ func TestWrongImportsAreFound(t *testing.T) {
 		{"internal/loopback", m("api/client")},
 		{"spacesd/server", m("bridge/tools")},
 		{"spacesd/server", m("relay/store")},
+		{"spacesd/server", m("relay/turnsvc")},
+		{"bridge/registry", m("relay/turnsvc")},
+		{"relay/turnsvc", m("relay/store")},
+		{"relay/turnsvc", m("relay/relayd")},
+		{"relay/turnsvc", "github.com/gorilla/websocket"},
 		{"bridge/tools", m("spacesd/server")},
 		{"relay", m("spacesd/server")},
 		{"spacesd/httpapi", m("capabilities/files")},
@@ -80,6 +85,9 @@ func TestWrongImportsAreFound(t *testing.T) {
 		{"bridge/registry", m("relay/protocol")},
 		{"relay", m("relay/protocol")},
 		{"relay/protocol", m("api")},
+		{"relay/relayd", m("relay/turnsvc")},
+		{"relay/turnsvc", m("relay/protocol")},
+		{"relay/turnsvc", "github.com/pion/turn/v5"},
 	}
 	for _, c := range fine {
 		if got := layering.Check([]layering.Package{{ImportPath: m(c.pkg), Imports: []string{c.imp}}}, layering.Rules, std); len(got) != 0 {

@@ -69,6 +69,8 @@ type Engine struct {
 	captures map[string]*capture // by target key
 	viewers  int
 	closed   bool
+	// turnViewers are the viewers whose media goes through TURN now.
+	turnViewers int
 }
 
 // NewEngine checks cfg; nothing runs, and nothing reads the sockets,
@@ -109,11 +111,12 @@ func (e *Engine) settingEngine() webrtc.SettingEngine {
 	return e.settings
 }
 
-// newAPI builds one viewer's pion API: VP8 only, NACK and RTCP reports,
+// newAPI builds one viewer's pion API, on se (its copy of the shared
+// settings): VP8 only, NACK and RTCP reports,
 // TWCC feedback into a send-side estimator whose target steers the
 // encoder, and the zero playout delay. Each viewer has its own, so that
 // the estimator the congestion controller makes belongs to that viewer.
-func (e *Engine) newAPI(onEstimator func(cc.BandwidthEstimator)) (*webrtc.API, error) {
+func (e *Engine) newAPI(se webrtc.SettingEngine, onEstimator func(cc.BandwidthEstimator)) (*webrtc.API, error) {
 	m := &webrtc.MediaEngine{}
 	fb := []webrtc.RTCPFeedback{{Type: "goog-remb"}, {Type: "ccm", Parameter: "fir"}, {Type: "nack"}, {Type: "nack", Parameter: "pli"}, {Type: webrtc.TypeRTCPFBTransportCC}}
 	if err := m.RegisterCodec(webrtc.RTPCodecParameters{
@@ -151,7 +154,7 @@ func (e *Engine) newAPI(onEstimator func(cc.BandwidthEstimator)) (*webrtc.API, e
 		return nil, err
 	}
 	reg.Add(playoutDelayFactory{})
-	return webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(e.settingEngine())), nil
+	return webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(se)), nil
 }
 
 // Target is what a viewer watches: Key names it (one capture per key),
@@ -341,6 +344,14 @@ func (e *Engine) Viewers() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.viewers
+}
+
+// TURNViewers is the number of connected viewers whose media a TURN
+// server relays (their path's Media is api.MediaTURN).
+func (e *Engine) TURNViewers() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.turnViewers
 }
 
 // Close ends every viewer and pipeline; no viewer joins after it.

@@ -2,6 +2,7 @@ package rtc
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -18,7 +19,8 @@ import (
 )
 
 // gatherTimeout bounds the wait for the daemon's own candidates (the UDP
-// mux has them at once; a TCP mux or NAT mapping is as quick).
+// mux has them at once; a TCP mux or NAT mapping is as quick), and for a
+// relay-only viewer's relayed ones (see waitGathering).
 const gatherTimeout = 5 * time.Second
 
 // Input is where a viewer's input messages go (the desktop, through
@@ -55,6 +57,20 @@ type ViewerOptions struct {
 	// channel's send buffer is over MaxControlBuffered: a viewer that
 	// falls behind skips what a later message supersedes.
 	Control func(ctx context.Context, send func(api.ViewerControl) error)
+	// ICEServers are the STUN and TURN servers the viewer's peer
+	// connection gathers candidates with besides the daemon's own
+	// addresses: the relay's TURN, for a viewer through cua-relay.
+	ICEServers []api.ICEServer
+	// RelayOnly gathers relayed candidates alone (api.ICERelay): the
+	// media goes through a TURN server of ICEServers, or not at all.
+	RelayOnly bool
+	// TURNTLS, when set, verifies the turns: servers of ICEServers (the
+	// Space's trust of its relay: a pinned fingerprint or a CA); nil
+	// leaves it to pion, which trusts the system's roots.
+	TURNTLS *tls.Config
+	// OnPath, when set, is told the way the media takes once connected,
+	// and again whenever ICE picks another pair.
+	OnPath func(api.StreamPath)
 }
 
 // MaxControlBuffered is how much a viewer's control channel may hold
@@ -84,6 +100,13 @@ type Viewer struct {
 
 	mu      sync.Mutex
 	control *webrtc.DataChannel
+	// path is the way the media takes (nil until connected); ended is
+	// set once the viewer left, so that a late pair change counts no
+	// viewer through TURN that is gone.
+	path  *api.StreamPath
+	ended bool
+	// ice is the viewer's ICE transport, set before it connects.
+	ice *webrtc.ICETransport
 }
 
 // Channel kinds by label; a label not listed is closed.
@@ -96,11 +119,20 @@ func newViewer(ctx context.Context, e *Engine, p *pipeline, offer string, o View
 	v := &Viewer{e: e, p: p, opts: o}
 	v.ctx, v.stop = context.WithCancelCause(ctx)
 	var est cc.BandwidthEstimator
-	webAPI, err := e.newAPI(func(b cc.BandwidthEstimator) { est = b })
+	if o.RelayOnly && len(o.ICEServers) == 0 {
+		return nil, "", errRelayOnlyNoTURN
+	}
+	se := e.settingEngine()
+	if d := newTurnDialer(o); d != nil {
+		// This viewer's copy of the shared settings (the mux is shared
+		// all the same): only its TURN servers are dialled this way.
+		se.SetICEProxyDialer(d)
+	}
+	webAPI, err := e.newAPI(se, func(b cc.BandwidthEstimator) { est = b })
 	if err != nil {
 		return nil, "", err
 	}
-	pc, err := webAPI.NewPeerConnection(webrtc.Configuration{})
+	pc, err := webAPI.NewPeerConnection(iceConfig(o))
 	if err != nil {
 		return nil, "", api.Errorf(api.KindEnv, "create the peer connection: %v", err)
 	}
@@ -121,6 +153,8 @@ func newViewer(ctx context.Context, e *Engine, p *pipeline, offer string, o View
 	if err != nil {
 		return fail(api.Errorf(api.KindEnv, "add the video track: %v", err))
 	}
+	v.watchPath(tr) // before anything runs that could call it
+	relayed := watchRelayed(pc)
 	pc.OnDataChannel(v.onDataChannel)
 	pc.OnConnectionStateChange(func(s webrtc.PeerConnectionState) {
 		switch s {
@@ -129,6 +163,7 @@ func newViewer(ctx context.Context, e *Engine, p *pipeline, offer string, o View
 			// The join's keyframe: the frames before it are of no use to
 			// this viewer.
 			p.requestKeyframe()
+			v.readPath()
 		case webrtc.PeerConnectionStateFailed, webrtc.PeerConnectionStateClosed:
 			v.end(errors.New("the peer connection " + s.String()))
 		}
@@ -144,12 +179,12 @@ func newViewer(ctx context.Context, e *Engine, p *pipeline, offer string, o View
 	if err := pc.SetLocalDescription(answer); err != nil {
 		return fail(api.Errorf(api.KindEnv, "set the SDP answer: %v", err))
 	}
-	select {
-	case <-gathered:
-	case <-time.After(gatherTimeout):
-		return fail(api.Errorf(api.KindTimeout, "gathering the daemon's ICE candidates took over %s", gatherTimeout))
-	case <-ctx.Done():
-		return fail(api.Errorf(api.KindCancelled, "the offer's caller went away: %v", context.Cause(ctx)))
+	if err := v.waitGathering(ctx, gathered, relayed); err != nil {
+		return fail(err)
+	}
+	if o.RelayOnly && !strings.Contains(pc.LocalDescription().SDP, " typ relay") {
+		return fail(api.Errorf(api.KindEnv, "the TURN server gave no relayed candidate (unreachable, or it refused the credential): the relay-only path (?ice=relay) cannot carry this stream").
+			WithHint("retry; or open the stream without ice=relay, which goes direct when it can"))
 	}
 	if tr.Mid() == "" || tr.Sender() == nil {
 		return fail(api.Errorf(api.KindInvalidArgument, "the offer has no video section that receives VP8: offer a recvonly video with VP8"))
@@ -233,6 +268,7 @@ func (v *Viewer) onDataChannel(dc *webrtc.DataChannel) {
 			if s := v.p.frameSize(); s.X > 0 {
 				v.sendSize(s.X, s.Y)
 			}
+			v.sendPath()
 			if v.opts.Control != nil {
 				v.controlOnce.Do(func() {
 					go v.opts.Control(v.ctx, func(m api.ViewerControl) error {
@@ -328,6 +364,7 @@ func (v *Viewer) end(cause error) {
 			v.opts.Input.Close()
 		}
 		v.e.leave(v.p, v)
+		v.leavePath()
 		if v.opts.OnClose != nil {
 			v.opts.OnClose(cause)
 		}

@@ -25,9 +25,16 @@ const (
 	// PrefixComputer + name + a daemon path reaches that computer's
 	// cua-spacesd: /c/<computer>/v1/exec. The user token authenticates
 	// the caller to the relay and never reaches the Space; the relay
-	// signs a grant for the stream instead.
+	// signs a grant for the stream instead. Without a user token, a
+	// viewer link reaches its page's files and, with a media ticket as
+	// its bearer (passed on for the Space to check), its stream routes
+	// (docs/relay.md, "Viewer links").
 	PrefixComputer = "/c/"
 )
+
+// ReasonRateLimited is the reason of a 429 limit_exceeded answered to a
+// link holder's request (no relay token) past its computer's link rate.
+const ReasonRateLimited = "rate_limited"
 
 // Routes of the admin socket (DataDir/AdminSocket, HTTP over a Unix
 // socket, mode 0600: whoever may open it is the relay's admin).
@@ -38,6 +45,9 @@ const (
 	PathAdminTokens = "/admin/users/{name}/tokens" // POST -> UserToken
 	// PathAdminComputers lists every computer of every user.
 	PathAdminComputers = "/admin/computers"
+	// PathAdminMetrics is the node's metrics in the Prometheus text
+	// format (GET; text/plain; version=0.0.4).
+	PathAdminMetrics = "/metrics"
 )
 
 // Health is GET /health's answer.

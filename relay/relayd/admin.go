@@ -33,6 +33,7 @@ func (s *Server) AdminHandler() http.Handler {
 	mux.HandleFunc("DELETE "+relayapi.PathAdminUser, s.adminDeleteUser)
 	mux.HandleFunc("POST "+relayapi.PathAdminTokens, s.adminCreateToken)
 	mux.HandleFunc("GET "+relayapi.PathAdminComputers, s.adminListComputers)
+	mux.HandleFunc("GET "+relayapi.PathAdminMetrics, s.adminMetrics)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api.Errorf(api.KindNotFound, "%s %s: no such admin route", r.Method, r.URL.Path))
 	})
@@ -210,6 +211,16 @@ func (c *AdminClient) Computers(ctx context.Context) ([]relayapi.Computer, error
 	return l.Computers, err
 }
 
+// transportErr is the error of a call that reached no answer: the dialer's
+// own (no relay on the socket) as it is.
+func (c *AdminClient) transportErr(err error, method, path string) error {
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return api.Errorf(api.KindRelay, "admin %s %s: %w", method, path, err)
+}
+
 // fill puts name in a route's {name}.
 func fill(route, name string) string {
 	return strings.Replace(route, "{name}", url.PathEscape(name), 1)
@@ -233,11 +244,7 @@ func (c *AdminClient) call(ctx context.Context, method, path string, in, out any
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		var ae *api.Error
-		if errors.As(err, &ae) {
-			return ae
-		}
-		return api.Errorf(api.KindRelay, "admin %s %s: %w", method, path, err)
+		return c.transportErr(err, method, path)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))

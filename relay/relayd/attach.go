@@ -41,8 +41,11 @@ type session struct {
 	ctrlSt  *yamux.Stream
 	log     *slog.Logger
 	streams atomic.Int32
-	nonce   atomic.Uint64
-	ping    *time.Timer
+	// linkStreams and links bound the link holders' forwards (links.go).
+	linkStreams atomic.Int32
+	links       tokenBucket
+	nonce       atomic.Uint64
+	ping        *time.Timer
 
 	endOnce sync.Once
 	done    chan struct{}
@@ -328,31 +331,43 @@ func (ss *session) end(code protocol.CloseCode, msg string) {
 	})
 }
 
-// openStream opens a relayed stream for person u: a yamux stream, its
-// header with a grant of role owner signed now, counted against the
-// session's cap until closed.
-func (ss *session) openStream(u store.User) (net.Conn, error) {
-	if n := ss.streams.Add(1); int(n) > ss.srv.cfg.Limits.MaxStreams {
+// openStream opens a relayed stream for c: a yamux stream, its header with
+// a grant of c signed now (carrying turn, if any), counted against the
+// session's cap (and a link holder's against the links' cap) until closed.
+func (ss *session) openStream(c caller, turn *protocol.TurnCredential) (net.Conn, error) {
+	limits := &ss.srv.cfg.Limits
+	if n := ss.streams.Add(1); int(n) > limits.MaxStreams {
 		ss.streams.Add(-1)
-		return nil, api.Errorf(api.KindLimitExceeded, "computer %q has %d relayed streams open, the most one session takes; close some, or retry", ss.comp.Name, ss.srv.cfg.Limits.MaxStreams).
+		return nil, api.Errorf(api.KindLimitExceeded, "computer %q has %d relayed streams open, the most one session takes; close some, or retry", ss.comp.Name, limits.MaxStreams).
 			WithReason(protocol.CloseTooManyStreams.String())
+	}
+	release := func() { ss.streams.Add(-1) }
+	if c.link() {
+		if n := ss.linkStreams.Add(1); int(n) > limits.MaxLinkStreams {
+			ss.linkStreams.Add(-1)
+			release()
+			return nil, api.Errorf(api.KindLimitExceeded, "computer %q has %d streams of viewer links open, the most the relay takes; retry", ss.comp.Name, limits.MaxLinkStreams).
+				WithReason(protocol.CloseTooManyStreams.String())
+		}
+		release = func() { ss.linkStreams.Add(-1); ss.streams.Add(-1) }
 	}
 	st, err := ss.mux.OpenStream()
 	if err != nil {
-		ss.streams.Add(-1)
+		release()
 		return nil, api.Errorf(api.KindRelay, "computer %q: open a stream: %w", ss.comp.Name, err)
 	}
-	c := &countedConn{Conn: st, release: func() { ss.streams.Add(-1) }}
-	if err := ss.writeHeader(c, u); err != nil {
-		_ = c.Close()
+	conn := &countedConn{Conn: st, release: release}
+	if err := ss.writeHeader(conn, c, turn); err != nil {
+		_ = conn.Close()
 		return nil, err
 	}
-	return c, nil
+	return conn, nil
 }
 
-// writeHeader writes a stream header with a fresh grant for u.
-func (ss *session) writeHeader(w io.Writer, u store.User) error {
-	g := protocol.NewGrant(ss.comp.Name, u.ID, u.Name, protocol.RoleOwner, ss.srv.clock.Now())
+// writeHeader writes a stream header with a fresh grant for c.
+func (ss *session) writeHeader(w io.Writer, c caller, turn *protocol.TurnCredential) error {
+	g := protocol.NewGrant(ss.comp.Name, c.id, c.name, c.role, ss.srv.clock.Now())
+	g.Turn = turn
 	b, err := protocol.SignGrant(ss.srv.cfg.Store.GrantKey(), g)
 	if err != nil {
 		return err

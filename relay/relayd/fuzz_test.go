@@ -2,7 +2,9 @@ package relayd
 
 import (
 	"bytes"
+	"encoding/json"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +79,132 @@ func FuzzSplitComputerPath(f *testing.F) {
 		}
 		if !strings.HasPrefix(s, "/c/") || strings.Contains(name, "/") && !strings.Contains(strings.ToLower(s), "%2f") {
 			t.Fatalf("%q: name %q was not one path segment", s, name)
+		}
+	})
+}
+
+// Which requests a link holder may make: whatever the method and path, a
+// link route is a clean path of one of the stream routes (or the viewer's
+// files) with its own method, and an {id} is one segment.
+func FuzzClassifyLink(f *testing.F) {
+	for _, s := range [][2]string{
+		{"GET", "/viewer/"}, {"HEAD", "/viewer/main.js"}, {"GET", "/viewer/../v1/exec"}, {"GET", "/viewer"},
+		{"GET", "/v1/stream/ice"}, {"GET", "/v1/stream/ice/"}, {"POST", "/v1/stream/screen"},
+		{"POST", "/v1/stream/windows/12"}, {"POST", "/v1/stream/windows/1/2"}, {"POST", "/v1/stream/windows/"},
+		{"DELETE", "/v1/stream/sessions/abc"}, {"DELETE", "/v1/stream/sessions/.."}, {"PUT", "/v1/stream/screen"},
+		{"GET", "/viewer//x"}, {"GET", "viewer/"}, {"POST", "/v1/stream/./screen"}, {"GET", ""},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, method, path string) {
+		route := classifyLink(method, path)
+		if route == notLink {
+			return
+		}
+		if !cleanPath(path) || strings.Contains(path, "//") || strings.Contains("/"+path+"/", "/../") || strings.Contains("/"+path+"/", "/./") {
+			t.Fatalf("%s %q: a link route that is not clean (%d)", method, path, route)
+		}
+		oneID := func(prefix string) bool {
+			id, ok := strings.CutPrefix(path, prefix)
+			return ok && id != "" && !strings.Contains(id, "/")
+		}
+		var ok bool
+		switch route {
+		case linkViewer:
+			ok = (method == "GET" || method == "HEAD") && strings.HasPrefix(path, api.PathViewer)
+		case linkICE:
+			ok = method == "GET" && path == api.PathStreamICE
+		case linkOffer:
+			ok = method == "POST" && (path == api.PathStreamScreen || oneID("/v1/stream/windows/"))
+		case linkSession:
+			ok = method == "DELETE" && oneID("/v1/stream/sessions/")
+		}
+		if !ok {
+			t.Fatalf("%s %q: classified %d", method, path, route)
+		}
+	})
+}
+
+// The Space's answer of the ICE route, whatever its bytes: an error, or
+// the same JSON object with the relay's servers after the Space's own.
+func FuzzAppendICEServers(f *testing.F) {
+	for _, s := range []string{
+		`{"ice_servers":[]}`, `{"ice_servers":null}`, `{}`, `null`, `[]`, `{"ice_servers":[{"urls":["stun:x:1"]}],"x":{"y":[1,2]}}`,
+		`{"ice_servers":{}}`, `{"ice_servers":[1,"a",null]}`, `{"a":1}{"b":2}`, ``, `{"ice_servers":[]} `,
+	} {
+		f.Add([]byte(s))
+	}
+	add := protocol.TurnCredential{Username: "1:box:viewer", Password: "pw", UDPPort: 3478}.ICEServers("relay.example")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, err := appendICEServers(b, add)
+		if err != nil {
+			return
+		}
+		var in, got map[string]json.RawMessage
+		if json.Unmarshal(b, &in) != nil || json.Unmarshal(out, &got) != nil || got == nil {
+			t.Fatalf("%q: answered %q", b, out)
+		}
+		var before, after []json.RawMessage
+		_ = json.Unmarshal(in["ice_servers"], &before)
+		if err := json.Unmarshal(got["ice_servers"], &after); err != nil || len(after) != len(before)+len(add) {
+			t.Fatalf("%q: ice_servers %s (%v)", b, got["ice_servers"], err)
+		}
+		var last api.ICEServer
+		if err := json.Unmarshal(after[len(after)-1], &last); err != nil || last.Username != "1:box:viewer" || len(last.URLs) != 1 {
+			t.Fatalf("%q: the relay's server: %s", b, after[len(after)-1])
+		}
+		for k := range in {
+			if _, ok := got[k]; !ok {
+				t.Fatalf("%q: field %q lost", b, k)
+			}
+		}
+	})
+}
+
+// The tokenBucket never lets more than burst + rate*elapsed through, and
+// always says how long to wait when it refuses.
+func FuzzTokenBucket(f *testing.F) {
+	f.Add(uint8(20), uint8(40), []byte{0, 0, 0, 10, 200, 0, 1})
+	f.Add(uint8(1), uint8(1), []byte{255, 255, 0})
+	f.Fuzz(func(t *testing.T, rate, burst uint8, steps []byte) {
+		if rate == 0 || burst == 0 {
+			return
+		}
+		var b tokenBucket
+		start := time.Unix(1_700_000_000, 0)
+		now, taken := start, 0
+		for _, s := range steps {
+			now = now.Add(time.Duration(s) * 10 * time.Millisecond)
+			ok, wait := b.take(now, float64(rate), int(burst))
+			if ok {
+				taken++
+			} else if wait <= 0 {
+				t.Fatalf("refused with a wait of %s", wait)
+			}
+			if limit := float64(burst) + now.Sub(start).Seconds()*float64(rate); float64(taken) > limit+1e-6 {
+				t.Fatalf("%d taken by %s, over %f", taken, now.Sub(start), limit)
+			}
+		}
+	})
+}
+
+// The host a viewer reached the relay by, from any Host header: "", an
+// IP address, or a DNS name, never with a port or brackets; and the host
+// of a well-formed host:port as it is, when it is one of those.
+func FuzzRequestHost(f *testing.F) {
+	for _, s := range []string{"relay.example.com:8443", "relay.example.com", "[::1]:8443", "[::1]", "::1", "", ":443", "[", "a:b:c", "127.0.0.1:0", "[[]]", "a/b?c:1", "fe80::1%eth0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		h := requestHost(s)
+		if h == "" {
+			return
+		}
+		if _, err := netip.ParseAddr(h); err != nil && strings.ContainsAny(h, ":[]/?#@% ") {
+			t.Fatalf("%q: host %q is no address and no name", s, h)
+		}
+		if host, _, err := net.SplitHostPort(s); err == nil && h != host {
+			t.Fatalf("%q: host %q, want %q", s, h, host)
 		}
 	})
 }

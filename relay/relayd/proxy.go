@@ -29,10 +29,10 @@ const (
 	maxResponseHeaderBytes = 1 << 20
 )
 
-// handleProxy is /c/<computer>/<daemon path>: the caller must own the
-// computer (404 otherwise, the same as for no such computer); the request
-// goes to the Space on a stream with a grant of the caller, its
-// Authorization stripped.
+// handleProxy is /c/<computer>/<daemon path> with a user token: the
+// caller must own the computer (404 otherwise, the same as for no such
+// computer); the request goes to the Space on a stream with a grant of the
+// caller, its Authorization stripped.
 func (s *Server) handleProxy(w http.ResponseWriter, r *http.Request, u store.User) {
 	name, path, rawPath, err := splitComputerPath(r.URL.EscapedPath())
 	if err != nil {
@@ -55,24 +55,78 @@ func (s *Server) handleProxy(w http.ResponseWriter, r *http.Request, u store.Use
 			WithHint("start the Space (it attaches by itself), or check its relay status with GET /v1/relay on it"))
 		return
 	}
-	bulk := isBulk(r.Method, path, r.Header.Get("Content-Type"))
+	s.forward(w, r, forwarding{ss: ss, name: name, path: path, rawPath: rawPath, route: classifyLink(r.Method, path),
+		caller: caller{id: u.ID, name: u.Name, role: protocol.RoleOwner}})
+}
+
+// caller is whom a stream's grant names.
+type caller struct {
+	id, name string
+	role     protocol.Role
+}
+
+func (c caller) link() bool { return c.role == protocol.RoleLink }
+
+// forwarding is one request on its way to a Space.
+type forwarding struct {
+	ss                  *session
+	name, path, rawPath string
+	route               linkRoute
+	caller              caller
+	// keepAuth keeps the Authorization header (a media ticket, which the
+	// Space checks); otherwise it is the relay's own and is dropped.
+	keepAuth bool
+}
+
+// forward sends r to the Space of f and its answer back. A WHEP offer goes
+// on a fresh stream of its own whose grant carries the Space's TURN
+// credential for this view; an answer of the ICE route gets the relay's
+// TURN server added for the viewer.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, f forwarding) {
+	var rt http.RoundTripper
+	if f.route == linkOffer {
+		t := f.ss.offerTransport(f.caller, s.turnCredential(f.name, "space"))
+		defer t.CloseIdleConnections()
+		rt = t
+	} else {
+		rt = f.ss.transport(f.caller, isBulk(r.Method, f.path, r.Header.Get("Content-Type")))
+	}
+	name := f.name
 	rp := &httputil.ReverseProxy{
-		Transport:     ss.transport(u, bulk),
+		Transport:     rt,
 		FlushInterval: -1, // answers stream (exec output, downloads)
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme = "http"
 			pr.Out.URL.Host = name
-			pr.Out.URL.Path, pr.Out.URL.RawPath = path, rawPath
+			pr.Out.URL.Path, pr.Out.URL.RawPath = f.path, f.rawPath
 			pr.Out.Host = pr.In.Host
 			// The user token authenticates to the relay only; the grant
-			// in the stream's header is the Space's credential.
-			pr.Out.Header.Del("Authorization")
+			// in the stream's header is the Space's credential. A media
+			// ticket is the Space's own, and stays.
+			if !f.keepAuth {
+				pr.Out.Header.Del("Authorization")
+			}
 			pr.Out.Header.Del("X-API-Key")
+			if f.caller.link() {
+				// Every computer's pages share the relay's origin: no
+				// cookie of one reaches another's Space.
+				pr.Out.Header.Del("Cookie")
+			}
 			pr.SetXForwarded()
 		},
 		ModifyResponse: func(resp *http.Response) error {
 			if loc := resp.Header.Get("Location"); strings.HasPrefix(loc, "/") && !strings.HasPrefix(loc, "//") {
 				resp.Header.Set("Location", relayapi.PrefixComputer+name+loc)
+			}
+			if f.caller.link() {
+				resp.Header.Del("Set-Cookie")
+			}
+			if f.route == linkICE && resp.StatusCode == http.StatusOK {
+				// No host to name (an HTTP/1.0 request without Host, and
+				// a credential without one): the Space's answer as it is.
+				if cred, host := s.turnCredential(name, "viewer"), requestHost(r.Host); cred != nil && (cred.Host != "" || host != "") {
+					return addTURN(resp, cred, host)
+				}
 			}
 			return nil
 		},
@@ -130,10 +184,15 @@ func isBulk(method, path, contentType string) bool {
 	return false
 }
 
-// transport is the pool of u's streams to this session (bulk: one data
+// transport is the pool of c's streams to this session (bulk: one data
 // connection per exchange, never pooled).
-func (ss *session) transport(u store.User, bulk bool) http.RoundTripper {
-	key := u.ID
+func (ss *session) transport(c caller, bulk bool) http.RoundTripper {
+	// A user id is printable ASCII: no NUL, so no key of a user's is
+	// another's, nor the link holders'.
+	key := c.id
+	if c.link() {
+		key = "\x00link"
+	}
 	if bulk {
 		key += "\x00bulk"
 	}
@@ -153,9 +212,9 @@ func (ss *session) transport(u store.User, bulk bool) http.RoundTripper {
 	t := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			if bulk {
-				return ss.openData(ctx, u)
+				return ss.openData(ctx, c)
 			}
-			return ss.openStream(u)
+			return ss.openStream(c, nil)
 		},
 		DisableKeepAlives:      bulk,
 		MaxIdleConnsPerHost:    maxIdleStreams,
@@ -168,6 +227,30 @@ func (ss *session) transport(u store.User, bulk bool) http.RoundTripper {
 	}
 	ss.transports[key] = t
 	return t
+}
+
+// offerTransport carries one WHEP offer on a stream of its own, never
+// pooled: its grant carries turn, the Space's TURN credential for this one
+// view (nil: the relay runs no TURN server).
+func (ss *session) offerTransport(c caller, turn *protocol.TurnCredential) *http.Transport {
+	return &http.Transport{
+		DialContext: func(context.Context, string, string) (net.Conn, error) {
+			return ss.openStream(c, turn)
+		},
+		DisableKeepAlives:      true,
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: maxResponseHeaderBytes,
+	}
+}
+
+// turnCredential mints a TURN credential for who ("space" or "viewer") of
+// one view of computer, or nil when the relay runs no TURN server.
+func (s *Server) turnCredential(computer, who string) *protocol.TurnCredential {
+	if s.cfg.TURN == nil {
+		return nil
+	}
+	c := s.cfg.TURN.Credential(computer, who)
+	return &c
 }
 
 type errTransport struct{ err error }
@@ -186,7 +269,7 @@ type pendingData struct {
 // openData asks the Space for a data connection (OpenData on the control
 // stream), waits for its dial (DataDialTimeout), and writes the stream
 // header on it: one exchange then runs over it, and it is closed.
-func (ss *session) openData(ctx context.Context, u store.User) (net.Conn, error) {
+func (ss *session) openData(ctx context.Context, c caller) (net.Conn, error) {
 	s := ss.srv
 	tok, err := protocol.NewToken(protocol.TokenData)
 	if err != nil {
@@ -212,13 +295,13 @@ func (ss *session) openData(ctx context.Context, u store.User) (net.Conn, error)
 	t := time.NewTimer(DataDialTimeout)
 	defer t.Stop()
 	select {
-	case c := <-pd.ch:
+	case conn := <-pd.ch:
 		s.metrics.DataConns.Add(1)
-		if err := ss.writeHeader(c, u); err != nil {
-			_ = c.Close()
+		if err := ss.writeHeader(conn, c, nil); err != nil {
+			_ = conn.Close()
 			return nil, err
 		}
-		return c, nil
+		return conn, nil
 	case <-t.C:
 		return nil, api.Errorf(api.KindRelay, "computer %q did not open a data connection within %s", ss.comp.Name, DataDialTimeout)
 	case <-ss.done:

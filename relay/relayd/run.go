@@ -10,7 +10,9 @@ import (
 	"os"
 	"sync"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/relay/store"
+	"github.com/trycua/cua-spacesd/relay/turnsvc"
 )
 
 // Options start a whole relay node in process (Start): the store on
@@ -26,6 +28,10 @@ type Options struct {
 	Version string
 	Limits  Limits
 	Clock   Clock
+	// TURN runs the relay's TURN server with these settings (nil: none).
+	// Start fills in the secret (the store's), the logger and the clock;
+	// a TLSAddr without a TLSConfig uses TLS.
+	TURN *turnsvc.Options
 }
 
 // Relay is a running relay node.
@@ -33,6 +39,8 @@ type Relay struct {
 	Server *Server
 	Store  *store.Store
 	URLs   []string
+	// TURN is the running TURN server, nil when Options.TURN was.
+	TURN *turnsvc.Server
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -66,14 +74,27 @@ func Start(ctx context.Context, ln net.Listener, o Options) (*Relay, error) {
 		}
 		o.URLs = []string{scheme + ln.Addr().String()}
 	}
-	srv, err := New(Config{Store: st, Logger: o.Logger, Node: o.Node, URLs: o.URLs, Version: o.Version, Limits: o.Limits, Clock: o.Clock})
+	cfg := Config{Store: st, Logger: o.Logger, Node: o.Node, URLs: o.URLs, Version: o.Version, Limits: o.Limits, Clock: o.Clock}
+	var ts *turnsvc.Server
+	if o.TURN != nil {
+		if ts, err = startTURN(ctx, *o.TURN, o, st); err != nil {
+			adminLn.Close()
+			st.Close()
+			return nil, err
+		}
+		cfg.TURN = ts
+	}
+	srv, err := New(cfg)
 	if err != nil {
 		adminLn.Close()
+		if ts != nil {
+			ts.Close()
+		}
 		st.Close()
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	r := &Relay{Server: srv, Store: st, URLs: o.URLs, cancel: cancel}
+	r := &Relay{Server: srv, Store: st, URLs: o.URLs, TURN: ts, cancel: cancel}
 	r.wg.Go(func() {
 		if err := srv.ServeAdmin(rctx, adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			o.Logger.Error("relay admin socket", "err", err)
@@ -87,12 +108,38 @@ func Start(ctx context.Context, ln net.Listener, o Options) (*Relay, error) {
 	return r, nil
 }
 
+// startTURN starts the TURN server with the store's secret: every node of
+// the relay, and the node after a restart, checks the same credentials.
+func startTURN(ctx context.Context, t turnsvc.Options, o Options, st *store.Store) (*turnsvc.Server, error) {
+	t.Secret = st.TURNSecret()
+	if t.Logger == nil {
+		t.Logger = o.Logger
+	}
+	if t.Clock == nil && o.Clock != nil {
+		t.Clock = o.Clock.Now
+	}
+	if t.TLSAddr != "" && t.TLSConfig == nil {
+		if o.TLS == nil {
+			return nil, api.Errorf(api.KindInvalidArgument, "TURN over TLS on %s: the relay has no TLS certificate", t.TLSAddr)
+		}
+		t.TLSConfig = o.TLS
+	}
+	ts, err := turnsvc.New(ctx, t)
+	if err != nil {
+		return nil, api.Errorf(api.KindEnv, "TURN: %w", err)
+	}
+	return ts, nil
+}
+
 // Close shuts the node down: GoAway to every Space, close the sessions,
-// stop serving, close the store.
+// stop serving, stop TURN, close the store.
 func (r *Relay) Close() error {
 	r.once.Do(func() {
 		r.cancel()
 		r.wg.Wait()
+		if r.TURN != nil {
+			_ = r.TURN.Close()
+		}
 		r.err = r.Store.Close()
 	})
 	return r.err

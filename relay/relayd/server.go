@@ -1,6 +1,7 @@
 // Package relayd is cua-relay's HTTPS server: the Spaces' control sessions
 // (/v1/attach) and data connections (/v1/data), the owners' way to their
-// computers (/c/<computer>/...), the user API (/v1/me, /v1/computers) and
+// computers (/c/<computer>/...) and viewer links' way to their streams,
+// the user API (/v1/me, /v1/computers) and
 // the admin API on a unix socket. Its state is the relay store (JetStream);
 // what lives here is only what is live: the attached sessions.
 package relayd
@@ -79,6 +80,16 @@ type Limits struct {
 	Heartbeat time.Duration
 	// BadTokenPause overrides BadTokenPause (tests shorten it).
 	BadTokenPause time.Duration
+	// LinkRate and LinkBurst are each computer's token bucket of link
+	// forwards (requests without a relay token: a viewer link's page and
+	// stream routes), per second and at most at once; past it 429
+	// limit_exceeded, reason rate_limited, with Retry-After (defaults
+	// DefaultLinkRate, DefaultLinkBurst).
+	LinkRate  int
+	LinkBurst int
+	// MaxLinkStreams caps the streams of link forwards open at once on
+	// one session (default DefaultMaxLinkStreams, at most MaxStreams).
+	MaxLinkStreams int
 }
 
 // Config is what a Server runs with.
@@ -121,6 +132,10 @@ type Metrics struct {
 	SessionsRefused atomic.Int64
 	// DataConns counts data connections used for a bulk exchange.
 	DataConns atomic.Int64
+	// LinkForwards counts requests of link holders forwarded to a Space;
+	// LinkRateLimited those refused by a computer's link rate.
+	LinkForwards    atomic.Int64
+	LinkRateLimited atomic.Int64
 }
 
 // Server is the relay's HTTPS server.
@@ -176,6 +191,16 @@ func New(cfg Config) (*Server, error) {
 	if l.BadTokenPause == 0 {
 		l.BadTokenPause = BadTokenPause
 	}
+	if l.LinkRate <= 0 {
+		l.LinkRate = DefaultLinkRate
+	}
+	if l.LinkBurst <= 0 {
+		l.LinkBurst = DefaultLinkBurst
+	}
+	if l.MaxLinkStreams <= 0 {
+		l.MaxLinkStreams = DefaultMaxLinkStreams
+	}
+	l.MaxLinkStreams = min(l.MaxLinkStreams, l.MaxStreams)
 	s := &Server{
 		cfg: cfg, log: cfg.Logger, clock: cfg.Clock,
 		pauses:   make(chan struct{}, MaxBadTokenPauses),
@@ -220,7 +245,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST "+relayapi.PathComputers, s.user(s.handleCreateComputer))
 	mux.HandleFunc("GET "+relayapi.PathComputer, s.user(s.handleGetComputer))
 	mux.HandleFunc("DELETE "+relayapi.PathComputer, s.user(s.handleDeleteComputer))
-	mux.HandleFunc(relayapi.PrefixComputer, s.user(s.handleProxy))
+	mux.HandleFunc(relayapi.PrefixComputer, s.handleComputer)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api.Errorf(api.KindNotFound, "%s %s: no such route on cua-relay", r.Method, r.URL.Path))
 	})

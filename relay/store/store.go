@@ -1,7 +1,7 @@
 // Package store is cua-relay's state: users, their API tokens, computers,
-// the relay's grant key and the audit, on NATS JetStream. The relay embeds
-// nats-server and runs it in process with JetStream on its data dir, with
-// no client port: nothing to set up, nothing listening. A cluster (a later
+// the relay's grant key and TURN secret, and the audit, on NATS JetStream.
+// The relay embeds nats-server and runs it in process with JetStream on its
+// data dir, with no client port: nothing to set up, nothing listening. A cluster (a later
 // issue) is the same nodes with routes between them and the buckets
 // replicated; nothing here assumes one node beyond the Options.
 //
@@ -35,9 +35,14 @@ const (
 	bucketTokens    = "relay_tokens"     // hex(HashToken) -> tokenRecord (user and computer tokens)
 	bucketRetired   = "relay_retired"    // hex(HashToken) -> retiredRecord (revoked or rotated; expires)
 	bucketComputers = "relay_computers"  // computer name -> computerRecord
-	bucketMeta      = "relay_meta"       // keyGrantKey -> the grant key's seed
+	bucketMeta      = "relay_meta"       // keyGrantKey -> the grant key's seed; keyTURNSecret -> the TURN secret
 
-	keyGrantKey = "grant_key"
+	keyGrantKey   = "grant_key"
+	keyTURNSecret = "turn_secret"
+
+	// TURNSecretLen is the TURN secret's length (the HMAC key of TURN
+	// credentials).
+	TURNSecretLen = 32
 
 	// StreamAudit holds the audit lines, on subject auditSubject.
 	StreamAudit  = "RELAY_AUDIT"
@@ -86,7 +91,8 @@ type Store struct {
 	// Mirrors of the buckets every relayed request reads (mirror.go).
 	tokenMirror, userMirror, computerMirror *mirror
 
-	grantKey ed25519.PrivateKey
+	grantKey   ed25519.PrivateKey
+	turnSecret []byte
 }
 
 // Open starts the embedded nats-server with JetStream on dataDir/jetstream
@@ -185,35 +191,48 @@ func (s *Store) open(ctx context.Context, node string) error {
 			return err
 		}
 	}
-	return s.loadGrantKey(ctx)
+	seed, err := s.loadSecret(ctx, keyGrantKey, "the grant key", ed25519.SeedSize)
+	if err != nil {
+		return err
+	}
+	s.grantKey = ed25519.NewKeyFromSeed(seed)
+	// The TURN secret is made with the store, whether or not this node
+	// runs TURN: every node of a relay must check the same credentials.
+	s.turnSecret, err = s.loadSecret(ctx, keyTURNSecret, "the TURN secret", TURNSecretLen)
+	return err
 }
 
-// loadGrantKey reads the grant key, or makes it on the first start. Create
-// (not Put) makes the first writer win: two nodes starting at once end up
-// with one key, which every Space pins.
-func (s *Store) loadGrantKey(ctx context.Context) error {
-	e, err := s.meta.Get(ctx, keyGrantKey)
+// loadSecret reads the random value of key in the meta bucket, or makes it
+// on the first start. Create (not Put) makes the first writer win: two
+// nodes starting at once end up with one value (one grant key, which every
+// Space pins; one TURN secret, which every node checks credentials with).
+func (s *Store) loadSecret(ctx context.Context, key, what string, size int) ([]byte, error) {
+	e, err := s.meta.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		seed := make([]byte, ed25519.SeedSize)
-		rand.Read(seed)
-		if _, err := s.meta.Create(ctx, keyGrantKey, seed); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-			return api.Errorf(api.KindEnv, "relay store: save the grant key: %w", err)
+		b := make([]byte, size)
+		rand.Read(b)
+		if _, err := s.meta.Create(ctx, key, b); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, api.Errorf(api.KindEnv, "relay store: save %s: %w", what, err)
 		}
-		e, err = s.meta.Get(ctx, keyGrantKey)
+		e, err = s.meta.Get(ctx, key)
 	}
 	if err != nil {
-		return api.Errorf(api.KindEnv, "relay store: read the grant key: %w", err)
+		return nil, api.Errorf(api.KindEnv, "relay store: read %s: %w", what, err)
 	}
-	if len(e.Value()) != ed25519.SeedSize {
-		return api.Errorf(api.KindEnv, "relay store: the grant key is %d bytes, want %d: the data dir is damaged", len(e.Value()), ed25519.SeedSize)
+	if len(e.Value()) != size {
+		return nil, api.Errorf(api.KindEnv, "relay store: %s is %d bytes, want %d: the data dir is damaged", what, len(e.Value()), size)
 	}
-	s.grantKey = ed25519.NewKeyFromSeed(e.Value())
-	return nil
+	return e.Value(), nil
 }
 
 // GrantKey is the relay's Ed25519 key that signs grants; it survives a
 // restart (Spaces pinned its public half).
 func (s *Store) GrantKey() ed25519.PrivateKey { return s.grantKey }
+
+// TURNSecret is the HMAC key of the relay's TURN credentials
+// (relay/turnsvc): made once, kept in the store, so a restart keeps the
+// credentials it minted valid. The caller must not change it.
+func (s *Store) TURNSecret() []byte { return s.turnSecret }
 
 // Close ends the connection and stops nats-server, which flushes
 // JetStream's files.

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"testing"
 
@@ -50,6 +51,10 @@ func TestStoreSurvivesRestart(t *testing.T) {
 		t.Fatalf("PutComputer: %+v %v %v", c, rotated, err)
 	}
 	key := s.GrantKey()
+	turnSecret := bytes.Clone(s.TURNSecret())
+	if len(turnSecret) != store.TURNSecretLen || bytes.Equal(turnSecret, make([]byte, store.TURNSecretLen)) {
+		t.Fatalf("TURN secret %x", turnSecret)
+	}
 	if err := s.Audit(ctx, store.AuditEntry{Action: store.AuditRegister, Space: "box1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -57,6 +62,9 @@ func TestStoreSurvivesRestart(t *testing.T) {
 
 	s = open(t, dir)
 	defer s.Close()
+	if !bytes.Equal(turnSecret, s.TURNSecret()) {
+		t.Fatal("the TURN secret changed over a restart: the credentials it minted would fail")
+	}
 	if !key.Equal(s.GrantKey()) {
 		t.Fatal("the grant key changed across a restart")
 	}

@@ -445,7 +445,7 @@ func (s *session) accept(ctx context.Context) error {
 			return api.Errorf(api.KindRelay, "the relay session ended: %w", err)
 		}
 		s.a.wg.Add(1)
-		go func() { defer s.a.wg.Done(); s.a.serveStream(c, s.key, s.computer, s.version) }()
+		go func() { defer s.a.wg.Done(); s.a.serveStream(c, s.key, s.computer, s.version, s.via()) }()
 	}
 }
 
@@ -467,13 +467,29 @@ func (s *session) openData(ctx context.Context, m protocol.OpenData) {
 		s.a.log.Warn("relay: the data connection failed", "path", m.Path, "err", err)
 		return
 	}
-	s.a.serveStream(tunnel.NewBulkWSConn(ws), s.key, s.computer, s.version)
+	s.a.serveStream(tunnel.NewBulkWSConn(ws), s.key, s.computer, s.version, s.via())
+}
+
+// relayVia is what a relayed stream's viewers need of the session it
+// came by: the relay's host (a TURN credential's default host: its TURN
+// runs beside its HTTPS) and how the relay's certificate is trusted.
+type relayVia struct {
+	host string
+	tls  *tls.Config
+}
+
+func (s *session) via() relayVia {
+	v := relayVia{tls: s.tls}
+	if u, err := checkRelayURL(s.url); err == nil {
+		v.host = u.Hostname()
+	}
+	return v
 }
 
 // serveStream reads a relayed stream's header within protocol.HeaderTimeout,
 // checks its grant with the pinned key, and serves the stream as the
 // grant's person; on any failure it closes the stream, nothing served.
-func (a *attacher) serveStream(c net.Conn, key ed25519.PublicKey, computer string, version int) {
+func (a *attacher) serveStream(c net.Conn, key ed25519.PublicKey, computer string, version int, via relayVia) {
 	_ = c.SetReadDeadline(time.Now().Add(protocol.HeaderTimeout))
 	h, err := protocol.ReadHeader(c)
 	if err == nil && h.Version != version {
@@ -500,6 +516,12 @@ func (a *attacher) serveStream(c net.Conn, key ed25519.PublicKey, computer strin
 		return
 	}
 	p := server.Principal{Person: g.Person, PersonName: g.PersonName, Role: server.Role(g.Role), Grant: g.ID, Via: server.ViaRelay}
+	if g.Turn != nil {
+		// The Space's end of one view's TURN (the grant of the stream
+		// that carries the viewer's offer). Its TLS is trusted as the
+		// relay's HTTPS is: the same relay, the same certificate.
+		p.ICEServers, p.TURNTLS = g.Turn.ICEServers(via.host), via.tls
+	}
 	if err := a.serve(sc, p); err != nil {
 		a.log.Debug("relay: stream not served", "err", err)
 	}

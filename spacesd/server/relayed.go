@@ -2,11 +2,14 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/trycua/cua-spacesd/api"
 )
@@ -47,6 +50,10 @@ type Principal struct {
 	// credential) a viewer opened on this connection gathers relayed
 	// candidates with: the relay's, for this one view.
 	ICEServers []api.ICEServer
+	// TURNTLS verifies the turns: servers of ICEServers as the service
+	// that brought the connection verifies the relay (its pin or CA);
+	// nil: the system's roots.
+	TURNTLS *tls.Config
 }
 
 // errNoPrincipal refuses a ServeConn without someone to serve.
@@ -147,14 +154,58 @@ func relayedConn(ctx context.Context) (*principalConn, bool) {
 // connection: the principal, whatever the request carries. A bearer token
 // or ticket on it is ignored, neither widening nor narrowing what the
 // principal may do (the relay strips the caller's Authorization; a
-// header that reaches us anyway proves nothing about who sent it).
-func authorizeRelayed(pc *principalConn, rt Route) (Caller, error) {
+// header that reaches us anyway proves nothing about who sent it). A
+// link's connection is the exception: its grant names no one, so its
+// requests are authorised by their ticket (authorizeLink).
+func (s *Server) authorizeRelayed(r *http.Request, pc *principalConn, rt Route) (Caller, error) {
 	p := pc.p
+	if p.Role == RoleLink {
+		return s.authorizeLink(r, pc, rt)
+	}
 	if !permits(rt, p.Role) {
 		return Caller{}, api.Errorf(api.KindPermissionDenied, "%s %s: the role %s may not call this route", rt.Method, rt.Path, p.Role).
 			WithHint("ask the Space's owner for a role that may")
 	}
 	return Caller{Generation: pc.gen, Principal: &p}, nil
+}
+
+// errLinkNeedsTicket refuses a link's request that shows no ticket: a
+// token, or nothing. The relay forwards a link's requests with the ticket
+// its holder sent; a token there is someone's mistake or a probe, and is
+// never checked (a link must not become a way to guess the token).
+var errLinkNeedsTicket = api.Errorf(api.KindUnauthenticated, "a media link's request through the relay needs its stream ticket (Authorization: Bearer cuat1...); tokens are not taken on it").
+	WithHint("open the link the Space's owner shared, or mint a new ticket (POST /v1/stream/tickets)")
+
+// authorizeLink authorises a request on a link's connection (RoleLink):
+// as a ticket on the daemon's own port would be (signature, expiry, token
+// epoch, the route's scope), never by a token. Only routes with a ticket
+// scope are reached this way; the public ones need no caller at all. The
+// caller is the ticket's, which the route's service enforces as it does
+// on its own port, with the principal beside it for what the connection
+// brings (its ICE servers).
+func (s *Server) authorizeLink(r *http.Request, pc *principalConn, rt Route) (Caller, error) {
+	bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	bearer = strings.TrimSpace(bearer)
+	if !ok || !IsTicket(bearer) {
+		return Caller{}, errLinkNeedsTicket
+	}
+	if rt.Ticket == "" {
+		return Caller{}, errTicketScope
+	}
+	t, gen, err := s.auth.verifyTicket(bearer, time.Now())
+	if err != nil {
+		return Caller{}, err
+	}
+	if t.Scope != rt.Ticket {
+		return Caller{}, errTicketScope
+	}
+	if gen != pc.gen {
+		// Rotated between the connection's handover and this request:
+		// the connection ends with the rotation anyway.
+		return Caller{}, errRotatedTicket
+	}
+	p := pc.p
+	return Caller{Generation: gen, Ticket: &t, Principal: &p}, nil
 }
 
 // permits reports whether role may call rt: the owner every route, any

@@ -33,6 +33,9 @@ func newRelayedHarness(t *testing.T, token string) *relayedHarness {
 	h := &relayedHarness{token: token, hold: make(chan struct{}), holding: make(chan struct{}, 4), ended: make(chan error, 4)}
 	who := func(w http.ResponseWriter, r *http.Request) {
 		c := server.CallerOf(r.Context())
+		if c.Ticket != nil {
+			io.WriteString(w, "ticket:"+c.Ticket.Target+" ")
+		}
 		if c.Principal == nil {
 			io.WriteString(w, "token")
 			return
@@ -42,6 +45,9 @@ func newRelayedHarness(t *testing.T, token string) *relayedHarness {
 	svc := hostService{testService: testService{routes: []server.Route{
 		{Method: http.MethodGet, Path: "/t/who", Handler: who},
 		{Method: http.MethodGet, Path: "/t/view", Roles: []server.Role{server.RoleViewer}, Handler: who},
+		{Method: http.MethodGet, Path: "/t/stream", Ticket: server.TicketScopeStream, Handler: who},
+		{Method: http.MethodGet, Path: "/t/other", Ticket: "other", Handler: who},
+		{Method: http.MethodGet, Path: "/t/public", Public: true, Handler: who},
 		{Method: http.MethodPost, Path: "/t/run", Body: server.BodyJSON, Idempotent: true, Handler: func(w http.ResponseWriter, r *http.Request) {
 			io.WriteString(w, strings.Repeat("x", int(h.runs.Add(1))))
 		}},

@@ -345,7 +345,7 @@ func headerHasToken(h http.Header, name, token string) bool {
 // when the daemon needs no token.
 func (s *Server) authorize(r *http.Request, rt Route) (Caller, error) {
 	if pc, ok := relayedConn(r.Context()); ok {
-		return authorizeRelayed(pc, rt)
+		return s.authorizeRelayed(r, pc, rt)
 	}
 	bearer, hasBearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	bearer = strings.TrimSpace(bearer)

@@ -47,6 +47,11 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32)
 		httpapi.WriteError(w, err)
 		return
 	}
+	ice := iceOf(caller)
+	if so.ICE == api.ICERelay && len(ice.ICEServers) == 0 {
+		httpapi.WriteError(w, errRelayOnlyNoTURN)
+		return
+	}
 	offer, err := io.ReadAll(io.LimitReader(r.Body, rtc.MaxOfferBytes+1))
 	if err != nil {
 		httpapi.WriteError(w, api.Errorf(api.KindInvalidArgument, "read the offer: %v", err))
@@ -77,6 +82,7 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32)
 	v, answer, err := s.engine.Join(ctx, rtc.Target{Key: target, Open: s.opener(windowID)}, string(offer), rtc.ViewerOptions{
 		ViewOnly: viewOnly, MaxFPS: so.MaxFPS, MaxWidth: so.MaxWidth, MaxHeight: so.MaxHeight, Input: input,
 		Control: s.control(windowID, caller.Ticket), ConnectTimeout: s.connectTimeout,
+		ICEServers: ice.ICEServers, RelayOnly: so.ICE == api.ICERelay, TURNTLS: ice.tls,
 		OnClose: func(cause error) {
 			s.mu.Lock()
 			delete(s.sessions, id)

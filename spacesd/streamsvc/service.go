@@ -61,6 +61,9 @@ const (
 	MetricStreams = "cua_spacesd_streams"
 	MetricSources = "cua_spacesd_stream_sources"
 	MetricViewers = "cua_spacesd_stream_viewers"
+	// MetricViewersTURN are the connected viewers whose media a TURN
+	// server (cua-relay's) relays: the others went direct.
+	MetricViewersTURN = "cua_spacesd_stream_viewers_turn"
 	// Frames sent, keyframes among them, their bytes, and the encoder's
 	// time on them (seconds).
 	MetricFrames       = "cua_spacesd_stream_frames_total"
@@ -116,6 +119,7 @@ func New(d *desktop.Desktop, o Options) server.NewService {
 		h.Metrics.Gauge(MetricStreams, func() float64 { return float64(s.streams()) })
 		h.Metrics.Gauge(MetricSources, func() float64 { return float64(s.sources()) })
 		h.Metrics.Gauge(MetricViewers, func() float64 { return float64(s.viewers()) })
+		h.Metrics.Gauge(MetricViewersTURN, func() float64 { return float64(s.turnViewers()) })
 		h.Metrics.Counter(MetricPointerDropped) // listed from the start, at zero
 		h.Metrics.Counter(MetricKeysDropped)
 		if !vp8.Available {
@@ -195,7 +199,7 @@ func (s *Service) UDPAddr() net.Addr {
 	return nil
 }
 
-// Routes of the stream service. The offer and session routes take a
+// Routes of the stream service. The offer, session and ICE routes take a
 // stream ticket as well as the token.
 func (s *Service) Routes() []server.Route {
 	return []server.Route{
@@ -205,6 +209,7 @@ func (s *Service) Routes() []server.Route {
 		{Method: http.MethodPost, Path: api.PathStreamWindow, Feature: api.FeatureWindowStream, Body: api.ContentTypeSDP,
 			Ticket: server.TicketScopeStream, Handler: s.offerWindow},
 		{Method: http.MethodDelete, Path: api.PathStreamSession, Ticket: server.TicketScopeStream, Handler: s.deleteSession},
+		{Method: http.MethodGet, Path: api.PathStreamICE, Ticket: server.TicketScopeStream, Handler: s.iceServers},
 		s.viewerRoute(),
 	}
 }
@@ -265,4 +270,11 @@ func (s *Service) viewers() int {
 		return 0
 	}
 	return s.engine.Viewers()
+}
+
+func (s *Service) turnViewers() int {
+	if s.engine == nil {
+		return 0
+	}
+	return s.engine.TURNViewers()
 }

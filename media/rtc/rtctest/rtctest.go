@@ -47,6 +47,12 @@ type Options struct {
 	// Chromium on loopback does: the daemon must connect from its own
 	// candidates alone.
 	NoCandidates bool
+	// ICEServers are the receiver's TURN servers (a relay's).
+	ICEServers []api.ICEServer
+	// RelayOnly gathers relayed candidates alone, and filters the
+	// daemon's others out of its answer (Accept): the media can only
+	// cross a TURN server.
+	RelayOnly bool
 }
 
 // Receiver is one viewer.
@@ -59,6 +65,8 @@ type Receiver struct {
 	// Closed is closed per channel when it closes.
 	Closed map[string]chan struct{}
 	Offer  string
+
+	relayOnly bool
 
 	mu     sync.Mutex
 	ssrc   uint32
@@ -91,14 +99,24 @@ func New(t testing.TB, o Options) *Receiver {
 	se.SetInterfaceFilter(func(name string) bool { return name == "lo" })
 	se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
 	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
+	if o.RelayOnly {
+		// The receiver offers, so its ICE nominates; pion's agent waits
+		// 2 s (1 s for a peer-reflexive candidate) before it nominates
+		// a relayed pair, unless it gathers relayed candidates alone, a
+		// rule pion's options path misses (v4.4.8). A browser nominates
+		// at once: so does the receiver, so that the time to the first
+		// frame is the path's, not pion's wait.
+		se.SetRelayAcceptanceMinWait(0)
+		se.SetPrflxAcceptanceMinWait(0)
+	}
 	pc, err := webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(se)).
-		NewPeerConnection(webrtc.Configuration{})
+		NewPeerConnection(iceConfig(o))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = pc.Close() })
 	r := &Receiver{PC: pc, Frames: make(chan Frame, 256), Channels: map[string]*webrtc.DataChannel{},
-		Messages: map[string]chan string{}, Closed: map[string]chan struct{}{}, tracks: make(chan *webrtc.TrackRemote, 1)}
+		Messages: map[string]chan string{}, Closed: map[string]chan struct{}{}, tracks: make(chan *webrtc.TrackRemote, 1), relayOnly: o.RelayOnly}
 	if _, err := pc.AddTransceiverFromKind(webrtc.RTPCodecTypeVideo, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionRecvonly}); err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +169,9 @@ func New(t testing.TB, o Options) *Receiver {
 // Accept applies the daemon's answer.
 func (r *Receiver) Accept(t testing.TB, answer string) {
 	t.Helper()
+	if r.relayOnly {
+		answer = relayedOnly(answer)
+	}
 	if err := r.PC.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answer}); err != nil {
 		t.Fatalf("apply the answer: %v", err)
 	}
@@ -279,6 +300,11 @@ type WHEPResult struct {
 
 // Post sends an offer to a WHEP route with a bearer (token or ticket).
 func Post(ctx context.Context, url, bearer, offer string) (WHEPResult, error) {
+	return PostVia(ctx, http.DefaultClient, url, bearer, offer)
+}
+
+// PostVia is Post through c (a relayed connection's client).
+func PostVia(ctx context.Context, c *http.Client, url, bearer, offer string) (WHEPResult, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(offer))
 	if err != nil {
 		return WHEPResult{}, err
@@ -287,7 +313,7 @@ func Post(ctx context.Context, url, bearer, offer string) (WHEPResult, error) {
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return WHEPResult{}, err
 	}
@@ -311,6 +337,11 @@ func Post(ctx context.Context, url, bearer, offer string) (WHEPResult, error) {
 
 // Delete ends a session at its Location.
 func Delete(ctx context.Context, base, location, bearer string) (int, error) {
+	return DeleteVia(ctx, http.DefaultClient, base, location, bearer)
+}
+
+// DeleteVia is Delete through c.
+func DeleteVia(ctx context.Context, c *http.Client, base, location, bearer string) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, base+location, nil)
 	if err != nil {
 		return 0, err
@@ -318,7 +349,7 @@ func Delete(ctx context.Context, base, location, bearer string) (int, error) {
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, err
 	}
