@@ -111,7 +111,11 @@ type browser struct {
 // of a test, after which chromedp kills it.
 const browserCloseTimeout = 10 * time.Second
 
-func startBrowser(t testing.TB) *browser {
+func startBrowser(t testing.TB) *browser { return startBrowserWith(t) }
+
+// startBrowserWith starts the browser with flags beyond chromiumFlags
+// ("--name" or "--name=value"): a test's own trust, say.
+func startBrowserWith(t testing.TB, extra ...string) *browser {
 	t.Helper()
 	bin := chromiumPath(t)
 	dir := t.TempDir()
@@ -128,6 +132,13 @@ func startBrowser(t testing.TB) *browser {
 		chromedp.Env("HOME=" + dir),
 		chromedp.CombinedOutput(logf),
 	}, allocatorFlags()...)
+	for _, f := range extra {
+		if name, value, ok := strings.Cut(strings.TrimPrefix(f, "--"), "="); ok {
+			opts = append(opts, chromedp.Flag(name, value))
+		} else {
+			opts = append(opts, chromedp.Flag(name, true))
+		}
+	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	// chromedp's own complaints go with the browser's log, shown when a
 	// test fails (never to the test's log: they can come after its end).

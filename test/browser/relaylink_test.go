@@ -1,0 +1,135 @@
+package browser_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/bridge/cli"
+	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
+	"github.com/trycua/cua-spacesd/internal/testenv"
+	"github.com/trycua/cua-spacesd/internal/tlstest"
+	"github.com/trycua/cua-spacesd/relay/relayd"
+	"github.com/trycua/cua-spacesd/relay/turnsvc"
+	"github.com/trycua/cua-spacesd/spacesd/filesvc"
+	"github.com/trycua/cua-spacesd/spacesd/relaysvc"
+	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
+)
+
+// TestViewerThroughTheRelay: the link `cua-bridge view relay:<computer>`
+// prints opens in Chromium through a real relay (relayd, with its TURN
+// server on loopback, real TLS from a test CA the browser is told to
+// trust by its key) in front of a real Space attached to it: the page's peer
+// connection gets the relay's TURN server with a viewer credential, the
+// screen shows, and the overlay says the media went direct. The same
+// link with ?ice=relay on its offer (the Space gathers relayed candidates
+// only) shows the screen too, and says via TURN relay (udp or tcp).
+func TestViewerThroughTheRelay(t *testing.T) {
+	display := desktoptest.Start(t, desktoptest.Options{Size: "640x480"})
+	state := t.TempDir()
+	d := spacesdtest.Start(t, spacesdtest.Options{Display: display, Files: filesvc.Options{StateDir: state}, Relay: relaysvc.Options{StateDir: state}})
+	// The daemon connects to the display before the test's X client does
+	// (see spacesdtest.StartDesktop).
+	caps, err := d.Client.Capabilities(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, lim := caps.Supports(api.FeatureDesktopStream); !ok {
+		t.Fatalf("desktop_stream unsupported: %s", lim)
+	}
+	_, win := (&env{display: display, d: d}).showWindow(t, 200, 200, quarters)
+
+	ca := tlstest.NewCA(t)
+	caFile := ca.WriteCA(t, t.TempDir())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &testenv.SyncBuffer{}
+	cert := ca.Issue(t, "127.0.0.1")
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	spki := sha256.Sum256(leaf.RawSubjectPublicKeyInfo)
+	r, err := relayd.Start(context.Background(), ln, relayd.Options{DataDir: t.TempDir(), Node: "relay-1",
+		TLS: relayd.TLSConfig(cert), Logger: slog.New(slog.NewTextHandler(logs, nil)), Version: "test",
+		TURN: &turnsvc.Options{UDPAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = r.Close()
+		if t.Failed() {
+			t.Logf("the relay's log:\n%s", tail([]byte(logs.String()), 8000))
+		}
+	})
+	ctx := t.Context()
+	if _, err := r.Store.CreateUser(ctx, "alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	_, tok, err := r.Store.CreateUserToken(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	tokFile := filepath.Join(home, "relay.token")
+	if err := os.WriteFile(tokFile, []byte(tok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bridge := func(args ...string) string {
+		t.Helper()
+		var out, errb testenv.SyncBuffer
+		if code := cli.Run(ctx, cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Home: home}, args[0], args[1:]); code != 0 {
+			t.Fatalf("cua-bridge %s: exit %d: %s%s", strings.Join(args, " "), code, out.String(), errb.String())
+		}
+		return strings.TrimSpace(out.String())
+	}
+	bridge("relay", "login", "--url", "https://"+ln.Addr().String(), "--token-file", tokFile, "--ca", caFile)
+	bridge("space", "add", "dev", d.URL, "--token", d.Token)
+	bridge("relay", "register", "dev", "--name", "box")
+
+	// The browser trusts the relay's key alone, as it would a public CA's
+	// certificate of the relay.
+	b := startBrowserWith(t, "--ignore-certificate-errors-spki-list="+base64.StdEncoding.EncodeToString(spki[:]))
+	for _, tc := range []struct {
+		name, ice, media, state string
+	}{
+		{"direct", "", "direct", "^Live · direct$"},
+		// The Space's relayed candidate may be its TURN allocation over
+		// UDP or over TCP: the protocol names the one ICE chose.
+		{"TURN only", "relay", "turn", "^Live · via TURN relay \\((udp|tcp)\\)$"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			link := bridge("view", "relay:box")
+			if !strings.HasPrefix(link, "https://"+ln.Addr().String()+"/c/box/viewer/#") || strings.Contains(link, tok) {
+				t.Fatalf("link %q", link)
+			}
+			if tc.ice != "" {
+				page, fragment, _ := strings.Cut(link, "#")
+				q, _ := url.ParseQuery(fragment)
+				q.Set("offer", q.Get("offer")+"?ice="+tc.ice)
+				link = page + "#" + q.Encode()
+			}
+			p := b.newPage(t, 800, 600, 1)
+			p.connect(link)
+			p.waitFills("the window's colours through the relay", win.Bounds.X, win.Bounds.Y, quarters)
+			p.waitFor("the overlay matches "+tc.state, `document.body.dataset.path === '`+tc.media+`' &&
+				/`+tc.state+`/.test(document.getElementById('state').textContent)`)
+			if !value[bool](p, `window.__test.pcs.at(-1).getConfiguration().iceServers.some((s) =>
+				s.urls.some((u) => u.startsWith('turn:127.0.0.1:')) && s.username.includes(':box:'))`) {
+				t.Errorf("the page's ICE servers: %s, want the relay's TURN with a credential of box", value[string](p, `JSON.stringify(window.__test.pcs.at(-1).getConfiguration().iceServers)`))
+			}
+			p.noErrors()
+		})
+	}
+}
