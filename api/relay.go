@@ -1,5 +1,10 @@
 package api
 
+import (
+	"net/url"
+	"strings"
+)
+
 // PathRelay is the daemon's relay attachment: GET answers RelayStatus, PUT
 // (RelayAttachRequest) attaches the Space to a relay (or re-attaches it with
 // a new token), DELETE detaches it and forgets the relay. Only the token's
@@ -53,4 +58,22 @@ type RelayStatus struct {
 type RelayDetached struct {
 	// Detached is false when the Space was not attached.
 	Detached bool `json:"detached"`
+}
+
+// PrefixRelayComputer is where cua-relay reaches one computer's Space:
+// https://RELAY/c/<computer> is the base URL of relay:<computer>, its
+// routes under it. relay/relayapi.PrefixComputer spells the same (api
+// stands on the standard library alone, so it cannot import it; a test of
+// the bridge holds the two together).
+const PrefixRelayComputer = "/c/"
+
+// IsRelayComputerURL reports whether baseURL is a Space reached through
+// cua-relay: its path is PrefixRelayComputer and one computer's name.
+func IsRelayComputerURL(baseURL string) bool {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return false
+	}
+	name, ok := strings.CutPrefix(strings.TrimRight(u.Path, "/"), PrefixRelayComputer)
+	return ok && name != "" && !strings.Contains(name, "/")
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -20,7 +21,10 @@ func (c *Client) StreamTicket(ctx context.Context, req api.TicketRequest) (*api.
 // URLs a viewer uses with it, the offer URL asking for o (zero fields:
 // the daemon's defaults). FrameSize is the size of the frames o asks for
 // now (the target's, scaled down to o's bounds). Options out of range are
-// invalid_argument here, before a ticket is minted.
+// invalid_argument here, before a ticket is minted. Route says whether
+// the client reaches its Space through cua-relay (a base URL under the
+// relay's /c/<computer>): the page and the offer then go through the
+// relay too, and ICEURL answers its TURN server for each view.
 func (c *Client) StreamEndpoint(ctx context.Context, req api.TicketRequest, o api.StreamOptions) (*api.StreamEndpoint, error) {
 	query := o.Query()
 	if q, err := url.ParseQuery(query); err != nil {
@@ -40,10 +44,41 @@ func (c *Client) StreamEndpoint(ctx context.Context, req api.TicketRequest, o ap
 	// The page reads both from its fragment: the ticket never travels in
 	// a request line, and the offer URL tells it the target, rate and size.
 	fragment := api.ViewerFragment(t.Ticket, offer)
+	route := api.RouteDirect
+	if api.IsRelayComputerURL(base) {
+		route = api.RouteRelay
+	}
 	return &api.StreamEndpoint{
 		ViewerURL: base + api.PathViewer + "#" + fragment, OfferURL: offer,
 		Ticket: t.Ticket, TicketExpiresAt: t.ExpiresAt, Codec: t.Codec,
 		FrameSize: api.StreamFrameSize(t.FrameSize.Width, t.FrameSize.Height, o.MaxWidth, o.MaxHeight),
 		WindowID:  t.WindowID, ViewOnly: t.ViewOnly,
+		Route: route, ICEURL: base + api.PathStreamICE,
 	}, nil
+}
+
+// StreamICE asks the ICE servers a viewer holding ticket should use
+// (GET api.PathStreamICE with the ticket as its bearer, never the
+// client's token, as the viewer does): none from a Space reached on its
+// own port; through cua-relay, the relay's TURN server with a credential
+// for this one view.
+func (c *Client) StreamICE(ctx context.Context, ticket string) (api.StreamICE, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url(api.PathStreamICE, nil), nil)
+	if err != nil {
+		return api.StreamICE{}, api.Errorf(api.KindInvalidArgument, "GET %s: %w", api.PathStreamICE, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+ticket)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return api.StreamICE{}, transportError(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return api.StreamICE{}, decodeError(resp)
+	}
+	var ice api.StreamICE
+	if err := decodeJSON(io.LimitReader(resp.Body, 1<<20), &ice); err != nil {
+		return api.StreamICE{}, err
+	}
+	return ice, nil
 }

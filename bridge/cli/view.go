@@ -14,7 +14,9 @@ const viewUsage = "view SPACE [--window ID] [--view-only] [--ttl SECONDS] [--max
 // ticket: the page takes the ticket from the URL's fragment, so opening
 // it never sends the ticket in a request line. A URL is what a person can
 // open anywhere (the bridge's machine may have no browser); --open also
-// opens it here.
+// opens it here. For a relay:<computer> the link is under the relay's
+// https://RELAY/c/<computer>/ and opens from any network; it carries the
+// stream's ticket only, never the user's relay token.
 func (env Env) runView(ctx context.Context, args []string) int {
 	fs := env.newFlags("view", viewUsage)
 	window := fs.Uint("window", 0, "stream this window (an id from the windows list) instead of the screen")
@@ -58,6 +60,11 @@ func (env Env) runView(ctx context.Context, args []string) int {
 	}
 	fmt.Fprintf(env.Stderr, "%dx%d %s, %s; the link opens the stream until %s\n",
 		ep.FrameSize.Width, ep.FrameSize.Height, strings.ToUpper(ep.Codec), mode, ep.TicketExpiresAt.Local().Format("15:04:05"))
+	if ep.Route == api.RouteRelay {
+		fmt.Fprintln(env.Stderr, "route: through the relay (the page and the offer over its HTTPS; the media direct when ICE finds a way, else through its TURN server)")
+	} else {
+		fmt.Fprintln(env.Stderr, "route: direct, to the Space's own address")
+	}
 	if *open {
 		name, err := openURL(ctx, env.getenv, env.Stderr, ep.ViewerURL)
 		if err != nil {

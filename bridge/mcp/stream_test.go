@@ -30,7 +30,8 @@ func TestStreamTools(t *testing.T) {
 
 	var ep api.StreamEndpoint
 	structured(t, call(t, cs, "stream_endpoint", map[string]any{"space": "s1", "max_fps": 15, "ticket_ttl": 30}), &ep)
-	if ep.OfferURL != e.daemon.URL+api.PathStreamScreen+"?max_fps=15" || ep.Codec != "vp8" || ep.FrameSize != (api.Size{Width: 640, Height: 480}) || ep.ViewOnly {
+	if ep.OfferURL != e.daemon.URL+api.PathStreamScreen+"?max_fps=15" || ep.Codec != "vp8" || ep.FrameSize != (api.Size{Width: 640, Height: 480}) || ep.ViewOnly ||
+		ep.Route != api.RouteDirect || ep.ICEURL != e.daemon.URL+api.PathStreamICE {
 		t.Fatalf("stream_endpoint answered %+v", ep)
 	}
 	if d := time.Until(ep.TicketExpiresAt); d < 20*time.Second || d > 31*time.Second {
@@ -98,5 +99,57 @@ func TestStreamTools(t *testing.T) {
 	}
 	if r := call(t, cs, "stream_space_window", map[string]any{"space": "s1", "title": "no-such-window-title"}); errKind(t, r) != string(api.KindNotFound) {
 		t.Fatalf("a title nothing has: %s", text(r))
+	}
+}
+
+// TestStreamToolsOnRelaySpace: on a relay:<computer>, stream_endpoint and
+// stream_space_window answer route relay and links under the relay's
+// /c/<computer>/ (the page, the offer, the ICE servers' URL) that carry
+// the stream's ticket and never the user's relay token; the text says the
+// route. The stand-in relay forwards only the user's token, so the ticket
+// is tried at the Space itself (test/relay opens it through the relay).
+func TestStreamToolsOnRelaySpace(t *testing.T) {
+	vp8test.Require(t)
+	display := desktoptest.Start(t, desktoptest.Options{Size: "640x480"})
+	e := newEnvWith(t, envOptions{daemon: spacesdtest.Options{Display: display}})
+	cs := e.client(t, nil)
+	if _, err := e.daemon.Client.Capabilities(t.Context()); err != nil { // connect before the test client
+		t.Fatal(err)
+	}
+	r, tok := loginRelay(t, e)
+	r.Attach("alice", "box", e.daemon.URL, e.daemon.Token)
+	base := r.URL + api.PrefixRelayComputer + "box"
+
+	res := call(t, cs, "stream_endpoint", map[string]any{"space": "relay:box", "view_only": true})
+	var ep api.StreamEndpoint
+	structured(t, res, &ep)
+	page, fragment, _ := strings.Cut(ep.ViewerURL, "#")
+	frag, _ := url.ParseQuery(fragment)
+	if res.IsError || ep.Route != api.RouteRelay || ep.ICEURL != base+api.PathStreamICE || ep.OfferURL != base+api.PathStreamScreen ||
+		page != base+api.PathViewer || frag.Get("ticket") != ep.Ticket || frag.Get("offer") != ep.OfferURL {
+		t.Fatalf("stream_endpoint on relay:box answered %+v", ep)
+	}
+	if txt := text(res); !strings.Contains(txt, "route: through the relay") || !strings.Contains(txt, ep.ICEURL) || strings.Contains(txt, tok) ||
+		strings.Contains(ep.ViewerURL, tok) || strings.Contains(ep.ViewerURL, e.daemon.Token) {
+		t.Fatalf("stream_endpoint on relay:box: %s", txt)
+	}
+	rc := rtctest.New(t, rtctest.Options{})
+	if offer, err := rtctest.Post(t.Context(), e.daemon.URL+api.PathStreamScreen, ep.Ticket, rc.Offer); err != nil || offer.Status != http.StatusCreated {
+		t.Fatalf("the ticket's offer at the Space: %+v, %v", offer, err)
+	}
+
+	title := desktoptest.RandomWord(t)
+	desktoptest.NewXClient(t, display, title, 120, 80, []desktoptest.Fill{{W: 120, H: 80, RGB: 0x0000ff}})
+	var win api.StreamEndpoint
+	desktoptest.Eventually(t, "stream_space_window finds the window through the relay", func() bool {
+		r := call(t, cs, "stream_space_window", map[string]any{"space": "relay:box", "title": title})
+		if r.IsError {
+			return false
+		}
+		structured(t, r, &win)
+		return true
+	})
+	if win.Route != api.RouteRelay || !strings.HasPrefix(win.OfferURL, base+"/v1/stream/windows/") || !strings.HasPrefix(win.ViewerURL, base+api.PathViewer+"#") {
+		t.Fatalf("stream_space_window on relay:box answered %+v", win)
 	}
 }

@@ -40,7 +40,12 @@ func streamProps(extra map[string]*jsonschema.Schema) map[string]*jsonschema.Sch
 	return props
 }
 
-const streamResult = "{viewer_url, offer_url, ticket, ticket_expires_at, codec, frame_size: {width, height}, window_id?, view_only}"
+const streamResult = "{viewer_url, offer_url, ticket, ticket_expires_at, codec, frame_size: {width, height}, window_id?, view_only, route, ice_url}"
+
+// streamHow is what both stream tools say of the answer's links and route.
+const streamHow = " On a relay:<computer> (route \"relay\") the links go through the relay's HTTPS and open from any network; " +
+	"the media goes direct when ICE finds a way, else through the relay's TURN. Route \"direct\" is the Space's own address. " +
+	"The links carry the ticket, never a token; a WHEP client of its own first GETs ice_url with the ticket as its bearer for the ICE servers."
 
 func streamEndpointTool() *spacetools.Tool {
 	return &spacetools.Tool{
@@ -49,7 +54,7 @@ func streamEndpointTool() *spacetools.Tool {
 		Hints:  mcpserve.Hints{ReadOnly: true},
 		Output: spacetools.OutputOf[api.StreamEndpoint](),
 		Description: "Mint a short-lived ticket to watch a Space's screen (or one window, by window_id or app_name) over WebRTC, " +
-			"and answer the viewer page URL and the absolute WHEP offer URL (POST an SDP offer with Authorization: Bearer <ticket>).",
+			"and answer the viewer page URL and the absolute WHEP offer URL (POST an SDP offer with Authorization: Bearer <ticket>)." + streamHow,
 		Schema: spacetools.Object(nil, streamProps(map[string]*jsonschema.Schema{
 			"window_id": spacetools.Integer("Stream this window (from list_space_windows) instead of the screen.", 0, 0, nil),
 			"app_name":  spacetools.Str("Stream the one window whose app name contains this (case-insensitive) instead of the screen."),
@@ -86,7 +91,7 @@ func streamSpaceWindowTool() *spacetools.Tool {
 		Hints:  mcpserve.Hints{ReadOnly: true},
 		Output: spacetools.OutputOf[api.StreamEndpoint](),
 		Description: "Mint a short-lived ticket to watch one window of a Space over WebRTC (its own content, also where other windows cover it), " +
-			"found by app name or title, and answer the viewer page URL and the absolute WHEP offer URL.",
+			"found by app name or title, and answer the viewer page URL and the absolute WHEP offer URL." + streamHow,
 		Schema: spacetools.Object(nil, streamProps(map[string]*jsonschema.Schema{
 			"app_name": spacetools.Str("The window's app name contains this (case-insensitive)."),
 			"title":    spacetools.Str("The window's title contains this (case-insensitive)."),
@@ -153,7 +158,16 @@ func endpoint(ctx context.Context, c *client.Client, a streamArgs) (*mcpserve.Re
 	if ep.ViewOnly {
 		mode = "view only"
 	}
-	text := fmt.Sprintf("stream of %s (%dx%d, %s, %s); open %s\nWHEP offer URL: %s (Authorization: Bearer <ticket>)\nticket expires %s",
-		what, ep.FrameSize.Width, ep.FrameSize.Height, ep.Codec, mode, ep.ViewerURL, ep.OfferURL, ep.TicketExpiresAt.Format("15:04:05 MST"))
+	text := fmt.Sprintf("stream of %s (%dx%d, %s, %s); open %s\nroute: %s\nWHEP offer URL: %s (Authorization: Bearer <ticket>)\nICE servers: GET %s (Authorization: Bearer <ticket>)\nticket expires %s",
+		what, ep.FrameSize.Width, ep.FrameSize.Height, ep.Codec, mode, ep.ViewerURL, routeText(ep.Route), ep.OfferURL, ep.ICEURL,
+		ep.TicketExpiresAt.Format("15:04:05 MST"))
 	return &mcpserve.Result{Text: text, Structured: ep}, nil
+}
+
+// routeText says a StreamEndpoint's route to a person.
+func routeText(route string) string {
+	if route == api.RouteRelay {
+		return "through the relay (the page and the offer over its HTTPS; the media direct when ICE finds a way, else through its TURN server)"
+	}
+	return "direct (the Space's own address)"
 }

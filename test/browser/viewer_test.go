@@ -18,7 +18,7 @@ var quarters = []desktoptest.Fill{desktoptest.Red, desktoptest.Green, desktoptes
 // TestViewerShowsTheScreen: the page opened with a link decodes frames
 // (getStats' framesDecoded grows), a canvas read of its video shows the
 // test client's four colours where its window is, the overlay says it is
-// live with the stream's size, frame rate and round trip, nothing broke
+// live, direct, with the stream's size, frame rate and round trip, nothing broke
 // the page's CSP, and a PNG screenshot of the page, showing the window
 // where the letterboxing puts it, is kept for a person to look at.
 func TestViewerShowsTheScreen(t *testing.T) {
@@ -36,9 +36,9 @@ func TestViewerShowsTheScreen(t *testing.T) {
 		const s = document.getElementById('stats').textContent;
 		return s.includes('800×600') && / \d+ fps/.test(s) && /RTT \d/.test(s);
 	})()`)
-	if s := value[string](p, `document.getElementById('state').textContent`); s != "Live" {
-		t.Errorf("overlay state %q, want Live", s)
-	}
+	// The daemon tells the page the pair ICE chose: on loopback, direct.
+	p.waitFor("the overlay says the stream is live, direct", `document.getElementById('state').textContent === 'Live · direct' &&
+		document.body.dataset.path === 'direct'`)
 	if url := value[string](p, `location.href`); strings.Contains(url, "ticket") {
 		t.Errorf("the ticket stayed in the address bar: %s", url)
 	}

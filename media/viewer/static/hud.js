@@ -1,5 +1,5 @@
 // The state overlay: connection state, resolution, frame rate, round
-// trip, bitrate; a notice for what ends the viewer; short flashes for what
+// trip, bitrate, the way the media takes; a notice for what ends the viewer; short flashes for what
 // the person should know (a paste cut short, an input the Space refused).
 
 const quietAfter = 3000; // ms connected before the overlay fades
@@ -17,6 +17,8 @@ export class Hud {
 		this.flashTimer = 0;
 		this.flashing = false;
 		this.last = '';
+		this.stateText = '';
+		this.pathText = '';
 	}
 
 	viewOnly() {
@@ -27,13 +29,41 @@ export class Hud {
 	// body's data-state carries it for the style (and for tests).
 	state(state, text) {
 		this.doc.body.dataset.state = state;
-		this.stateEl.textContent = text;
+		this.stateText = text;
+		this.showState();
 		if (state === 'connected') {
 			this.wake();
 		} else {
 			clearTimeout(this.quietTimer);
 			this.el.classList.remove('quiet');
 		}
+	}
+
+	// path shows the way the media took (the control message "path":
+	// {media, local, remote, protocol}) beside the connected state, or
+	// forgets it (null, as a new connection starts). The body's data-path
+	// carries its media (direct or turn) for tests.
+	path(p) {
+		if (!p || typeof p.media !== 'string') {
+			this.pathText = '';
+			delete this.doc.body.dataset.path;
+		} else {
+			this.doc.body.dataset.path = p.media;
+			if (p.media === 'turn') {
+				const proto = /^[a-z]{1,8}$/.test(p.protocol || '') ? ` (${p.protocol})` : '';
+				this.pathText = `via TURN relay${proto}`;
+			} else if (p.media === 'direct') {
+				this.pathText = 'direct';
+			} else {
+				this.pathText = '';
+			}
+		}
+		this.showState();
+	}
+
+	showState() {
+		const connected = this.doc.body.dataset.state === 'connected';
+		this.stateEl.textContent = connected && this.pathText ? `${this.stateText} · ${this.pathText}` : this.stateText;
 	}
 
 	// stats shows the figures of the last second.

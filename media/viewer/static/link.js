@@ -7,10 +7,47 @@
 const storageKey = 'cua-viewer-link';
 
 // The WHEP routes a link may name (api.PathStreamScreen and
-// api.PathStreamWindow): the page offers only to its own daemon's.
+// api.PathStreamWindow), after the page's prefix: the page offers only to
+// its own daemon's.
 const offerPaths = /^\/v1\/stream\/(screen|windows\/[0-9]+)$/;
 
-// readLink answers {ticket, offer} or {error}.
+// The ICE servers' route (api.PathStreamICE), after the page's prefix.
+const icePath = '/v1/stream/ice';
+
+// A page served through cua-relay is at /c/<computer>/viewer/ (the
+// relay's per-computer prefix, relayapi.PrefixComputer); one served by
+// the daemon itself at /viewer/.
+const relayPage = /^(\/c\/[^/]+)\/viewer\//;
+
+// pagePrefix is what comes before the daemon's routes on this page's
+// origin: "/c/<computer>" through the relay, else "".
+export function pagePrefix(pathname) {
+	const m = relayPage.exec(pathname);
+	return m ? m[1] : '';
+}
+
+// offerPath checks a link's offer URL against the page's location and
+// answers its path and query on the page's own origin, or null. Only the
+// path counts (the page talks to the daemon that served it, whatever name
+// it was reached by: the ticket goes nowhere else), and it must be a
+// stream route under the page's own prefix: a link cannot make the page
+// of one computer send its ticket to another's.
+export function offerPath(offer, location) {
+	const prefix = pagePrefix(location.pathname);
+	let u;
+	try {
+		u = new URL(offer || prefix + '/v1/stream/screen', location.href);
+	} catch {
+		return null;
+	}
+	if (!u.pathname.startsWith(prefix + '/') || !offerPaths.test(u.pathname.slice(prefix.length))) {
+		return null;
+	}
+	return u.pathname + u.search;
+}
+
+// readLink answers {ticket, offer, ice, claims} or {error}: offer and ice
+// are paths on the page's own origin.
 export function readLink(location, history, storage) {
 	const params = new URLSearchParams(location.hash.replace(/^#/, ''));
 	let link = null;
@@ -28,22 +65,15 @@ export function readLink(location, history, storage) {
 	if (!link || !link.ticket) {
 		return { error: 'The link has no ticket. Open the link that cua-bridge view printed, whole.' };
 	}
-	let offer;
-	try {
-		offer = new URL(link.offer || '/v1/stream/screen', location.href);
-	} catch {
-		return { error: 'The link names no stream the viewer knows.' };
-	}
-	// Only the path and query count: the page talks to the daemon that
-	// served it, whatever name it was reached by.
-	if (!offerPaths.test(offer.pathname)) {
+	const offer = offerPath(link.offer, location);
+	if (!offer) {
 		return { error: 'The link names no stream the viewer knows.' };
 	}
 	const claims = parseTicket(link.ticket);
 	if (!claims) {
 		return { error: 'The link\'s ticket is damaged. Ask for a new link.' };
 	}
-	link = { ticket: link.ticket, offer: offer.pathname + offer.search, claims };
+	link = { ticket: link.ticket, offer, ice: pagePrefix(location.pathname) + icePath, claims };
 	storeLink(storage, link);
 	return link;
 }

@@ -57,6 +57,8 @@ function main() {
 			control(m) {
 				if (m.type === 'cursor' && m.cursor) {
 					cursor.onMessage(m.cursor);
+				} else if (m.type === 'path' && m.path) {
+					hud.path(m.path);
 				}
 			},
 			connected() {

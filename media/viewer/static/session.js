@@ -3,11 +3,25 @@
 // stream (control always; input and pointer unless the ticket is view
 // only), liveness by ping and pong, and a new session after a network
 // drop or a restart of the daemon, for as long as a ticket it holds (the
-// link's, or a renewal the daemon sent since) is valid.
+// link's, or a renewal the daemon sent since) is valid. Each connection
+// first asks the Space (through cua-relay: the relay) which ICE servers
+// to use: a TURN server with a credential for this one view, when the
+// Space is reached through the relay.
 
 import { parseTicket, storeLink } from './link.js';
 
 const offerTimeout = 10000; // ms for the daemon's answer to an offer
+const iceTimeout = 5000; // ms for the answer of the ICE servers' route
+// gatherTimeout bounds the wait for the viewer's candidates before an
+// offer that has ICE servers: a TURN server that does not answer (a
+// network that blocks its port) must not hold the offer for long. Once a
+// relayed candidate came, the others get relayGrace more, no longer: it
+// comes after the host and server-reflexive ones, and the Space's TURN
+// permission for its address (the relay's) covers every relayed one. On
+// loopback Chromium has its first relayed candidate 60-80 ms after the
+// offer is made, all of them at 120-140 ms.
+const gatherTimeout = 2000;
+const relayGrace = 20;
 const connectTimeout = 15000; // ms from the answer to a connected peer
 const pingInterval = 1000;
 // pongTimeout: a connected daemon that answers no ping for this long is
@@ -27,6 +41,7 @@ export class Session {
 	// connected(), error(msg)}.
 	constructor({ link, hud, storage, on }) {
 		this.offer = link.offer;
+		this.ice = link.ice;
 		this.tickets = [{ ticket: link.ticket, expires: link.claims.expires }];
 		this.viewOnly = link.claims.viewOnly;
 		this.hud = hud;
@@ -65,11 +80,47 @@ export class Session {
 		}
 		this.hud.state(this.everConnected ? 'reconnecting' : 'connecting',
 			this.everConnected ? `Reconnecting… (attempt ${this.failures + 1})` : 'Connecting…');
-		const pc = new RTCPeerConnection({ bundlePolicy: 'max-bundle', rtcpMuxPolicy: 'require' });
+		this.hud.path(null);
 		// A callback of an ended connection finds this.cur changed (live).
-		const c = { pc, ticket: ticket.ticket, channels: {}, timers: [], location: null, lastPong: 0, connected: false };
+		const c = { pc: null, ticket: ticket.ticket, channels: {}, timers: [], location: null, lastPong: 0, connected: false };
 		this.cur = c;
 		const live = () => this.cur === c && !this.final;
+
+		// The ICE servers come first: the peer connection is made with
+		// them (they are this view's, and may change between connections).
+		let iceServers;
+		try {
+			const res = await fetch(this.ice, {
+				headers: { 'Authorization': 'Bearer ' + c.ticket },
+				cache: 'no-store',
+				credentials: 'omit',
+				signal: AbortSignal.timeout(iceTimeout),
+			});
+			if (!live()) {
+				return;
+			}
+			if (res.status === 404 || res.status === 405 || res.status === 401) {
+				// A daemon from before the route (direct only): through the
+				// relay it answers 404, on its own port 401 (it names no
+				// route to a ticket). The offer, next, judges the ticket.
+				iceServers = [];
+			} else if (res.status !== 200) {
+				const body = await res.json().catch(() => null);
+				this.end(c);
+				this.refused(res.status, (body && body.error) || {}, c.ticket);
+				return;
+			} else {
+				iceServers = readICEServers(await res.json());
+			}
+			c.pc = new RTCPeerConnection({ iceServers, bundlePolicy: 'max-bundle', rtcpMuxPolicy: 'require' });
+		} catch (err) {
+			if (live()) {
+				this.end(c);
+				this.retry(`could not get the Space's ICE servers (${err.message || err})`);
+			}
+			return;
+		}
+		const pc = c.pc;
 
 		const tr = pc.addTransceiver('video', { direction: 'recvonly' });
 		// Render each frame as it arrives: a remote desktop wants the
@@ -98,8 +149,20 @@ export class Session {
 		let answer;
 		try {
 			await pc.setLocalDescription(await pc.createOffer());
-			// Chromium's offer on loopback carries no candidate at all; the
-			// daemon's answer carries all of its own, which is enough.
+			// Without ICE servers the offer goes at once: Chromium's on
+			// loopback carries no candidate at all, and the daemon's answer
+			// carries all of its own, which is enough (it learns the
+			// viewer's address from its checks). With a TURN server the
+			// offer waits for the viewer's candidates: the Space takes no
+			// trickle, and its TURN allocation lets in only the addresses
+			// it was told of, so a Space reached only through TURN would
+			// never hear the viewer's checks.
+			if (iceServers.length > 0) {
+				await gathered(pc, gatherTimeout);
+				if (!live()) {
+					return;
+				}
+			}
 			const res = await fetch(this.offer, {
 				method: 'POST',
 				headers: { 'Content-Type': 'application/sdp', 'Authorization': 'Bearer ' + c.ticket },
@@ -292,7 +355,9 @@ export class Session {
 		}
 		c.timers.forEach((t) => { clearTimeout(t); clearInterval(t); });
 		clearTimeout(c.disconnected);
-		c.pc.close();
+		if (c.pc) {
+			c.pc.close();
+		}
 		if (c.location) {
 			// The daemon may still hold the session (a network drop): let it
 			// go. After a restart it answers 404, which is fine.
@@ -363,4 +428,60 @@ export class Session {
 			this.end(this.cur);
 		}
 	}
+}
+
+// readICEServers checks the answer of the ICE servers' route (api.StreamICE)
+// and keeps of each server what RTCPeerConnection takes: an answer of
+// another shape is an error (the connection is tried again).
+export function readICEServers(body) {
+	const list = body && body.ice_servers;
+	if (list === null || list === undefined) {
+		return [];
+	}
+	if (!Array.isArray(list)) {
+		throw new Error('the ICE servers answer is not a list');
+	}
+	return list.map((s) => {
+		const urls = typeof (s && s.urls) === 'string' ? [s.urls] : s && s.urls;
+		if (!Array.isArray(urls) || urls.length === 0 || !urls.every((u) => typeof u === 'string' && /^(stun|stuns|turn|turns):/.test(u))) {
+			throw new Error('an ICE server without STUN or TURN URLs');
+		}
+		const out = { urls };
+		if (typeof s.username === 'string') {
+			out.username = s.username;
+		}
+		if (typeof s.credential === 'string') {
+			out.credential = s.credential;
+		}
+		return out;
+	});
+}
+
+// gathered resolves once pc has gathered its candidates, relayGrace after
+// its first relayed one, or after ms.
+export function gathered(pc, ms) {
+	return new Promise((resolve) => {
+		if (pc.iceGatheringState === 'complete') {
+			resolve();
+			return;
+		}
+		let timer = 0;
+		let grace = 0;
+		const done = () => {
+			clearTimeout(timer);
+			clearTimeout(grace);
+			pc.removeEventListener('icegatheringstatechange', onState);
+			pc.removeEventListener('icecandidate', onCandidate);
+			resolve();
+		};
+		const onState = () => pc.iceGatheringState === 'complete' && done();
+		const onCandidate = (e) => {
+			if (!grace && e.candidate && e.candidate.type === 'relay') {
+				grace = setTimeout(done, relayGrace);
+			}
+		};
+		timer = setTimeout(done, ms);
+		pc.addEventListener('icegatheringstatechange', onState);
+		pc.addEventListener('icecandidate', onCandidate);
+	});
 }
