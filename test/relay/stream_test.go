@@ -27,9 +27,12 @@ import (
 const frameTimeout = 30 * time.Second
 
 // viewerTLS trusts the relay as a browser of the test would: its CA.
-func (w *world) viewerTLS(t testing.TB) *tls.Config {
+func (w *world) viewerTLS(t testing.TB) *tls.Config { return caTLS(t, w.caFile) }
+
+// caTLS trusts the CA in caFile alone.
+func caTLS(t testing.TB, caFile string) *tls.Config {
 	t.Helper()
-	pem, err := os.ReadFile(w.caFile)
+	pem, err := os.ReadFile(caFile)
 	if err != nil {
 		t.Fatal(err)
 	}
