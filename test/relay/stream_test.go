@@ -250,4 +250,3 @@ func TestStreamThroughRelay(t *testing.T) {
 		}
 	})
 }
-
