@@ -38,7 +38,7 @@ type relayProcessConfig struct {
 	// URLs are the attach URLs handed to Spaces (default: the listener's).
 	URLs []string `json:"urls,omitempty"`
 	// TURNHost, when set, runs the relay's TURN server there, on
-	// TURNPorts' UDP and TCP port and the next one for TLS (with the
+	// TURNPort as UDP and TCP port and the next one for TLS (with the
 	// relay's certificate), relaying from TURNRelayIP.
 	TURNHost    string `json:"turn_host,omitempty"`
 	TURNPort    int    `json:"turn_port,omitempty"`
@@ -51,7 +51,11 @@ func (c relayProcessConfig) turn() *turnsvc.Options {
 		return nil
 	}
 	at := func(port int) string { return net.JoinHostPort(c.TURNHost, strconv.Itoa(port)) }
-	return &turnsvc.Options{UDPAddr: at(c.TURNPort), TCPAddr: at(c.TURNPort), TLSAddr: at(c.TURNPort + 1), RelayIP: net.ParseIP(c.TURNRelayIP)}
+	tlsPort := c.TURNPort + 1
+	if c.TURNPort == 0 {
+		tlsPort = 0 // each a free port of its own (the credentials name them)
+	}
+	return &turnsvc.Options{UDPAddr: at(c.TURNPort), TCPAddr: at(c.TURNPort), TLSAddr: at(tlsPort), RelayIP: net.ParseIP(c.TURNRelayIP)}
 }
 
 // runRelayProcess is the relay process: a whole relay node (relayd.Start,
