@@ -55,6 +55,9 @@ COUNT=1 bench ./test/relay 'RelayExecTrue|RelayPTYEcho$' 500x
 COUNT=1 bench ./test/relay 'RelayPTYEchoDuringDownload' 300x
 COUNT=1 bench ./test/relay 'RelayDownload256MiB' 3x
 
+section "a stream through cua-relay vs direct to the Space, same run, 1280x720, Go receiver, 3 rounds each: first frame from the viewer's first request, glass-to-glass p50/p95; media direct through the relay's HTTPS, and relayed by its TURN (relay-only on both ends, UDP) (targets: TURN adds <= 100 ms to the first frame, <= 5 ms to glass-to-glass p50)"
+COUNT=1 bench ./test/relay 'RelayStreamTURN' 1x
+
 section "idle attached computers per GiB of relay RSS (target >= 10,000): ${CUA_BENCH_ATTACHERS:-10000} simulated Spaces in the test process, the relay in a process of its own, RSS from /proc; then the time from a relay restart to all of them attached again"
 COUNT=1 bench ./test/relay 'RelayIdleAttachers' 1x
 

@@ -98,29 +98,31 @@ func iceConfig(o ViewerOptions) webrtc.Configuration {
 	return c
 }
 
-// turnDialer dials the TCP and TLS TURN servers of one viewer, in pion's
-// proxy-dialer seam (with a dialer set, pion's agent takes the connection
-// to a turn: or turns: server over TCP as the dialer makes it). It exists
-// for the TLS: pion verifies a turns: server against the system's roots
-// alone, and a Space trusts its relay by what it was attached with (a
-// pinned fingerprint, a CA file, or the system's roots): the same trust
-// is used here. Nothing is skipped: a relay whose certificate the Space
-// would refuse for its control session is refused as a TURN server too.
-type turnDialer struct {
+// TURNDialer dials the TCP and TLS TURN servers of one peer connection,
+// in pion's proxy-dialer seam (with a dialer set, pion's agent takes the
+// connection to a turn: or turns: server over TCP as the dialer makes it;
+// SettingEngine.SetICEProxyDialer). It exists for the TLS: pion verifies
+// a turns: server against the system's roots alone, and a Space trusts
+// its relay by what it was attached with (a pinned fingerprint, a CA
+// file, or the system's roots): the same trust is used here. Nothing is
+// skipped: a relay whose certificate the Space would refuse for its
+// control session is refused as a TURN server too.
+type TURNDialer struct {
 	tls *tls.Config
 	// tlsAddrs are the host:port of the turns: servers, as pion names
 	// them to Dial; every other address is dialled as plain TCP.
 	tlsAddrs map[string]bool
+	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
-// newTurnDialer is the dialer of o's TURN servers, nil when pion's own
-// dialling serves (no trust of the Space's own for their TLS).
-func newTurnDialer(o ViewerOptions) *turnDialer {
-	if o.TURNTLS == nil {
-		return nil
+// NewTURNDialer is the dialer of servers whose turns: ones cfg trusts;
+// dial makes the TCP connections (nil: a net.Dialer's).
+func NewTURNDialer(servers []api.ICEServer, cfg *tls.Config, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *TURNDialer {
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
 	}
-	d := &turnDialer{tls: o.TURNTLS, tlsAddrs: map[string]bool{}}
-	for _, s := range o.ICEServers {
+	d := &TURNDialer{tls: cfg, tlsAddrs: map[string]bool{}, dial: dial}
+	for _, s := range servers {
 		for _, raw := range s.URLs {
 			u, err := stun.ParseURI(raw)
 			if err != nil || u.Scheme != stun.SchemeTypeTURNS {
@@ -132,13 +134,21 @@ func newTurnDialer(o ViewerOptions) *turnDialer {
 	return d
 }
 
+// newTurnDialer is the dialer of o's TURN servers, nil when pion's own
+// dialling serves (no trust of the Space's own for their TLS).
+func newTurnDialer(o ViewerOptions) *TURNDialer {
+	if o.TURNTLS == nil {
+		return nil
+	}
+	return NewTURNDialer(o.ICEServers, o.TURNTLS, nil)
+}
+
 // Dial is proxy.Dialer's: pion calls it while gathering, without a
 // context, so gatherTimeout bounds the dial and the handshake.
-func (d *turnDialer) Dial(network, addr string) (net.Conn, error) {
+func (d *TURNDialer) Dial(network, addr string) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), gatherTimeout)
 	defer cancel()
-	var nd net.Dialer
-	c, err := nd.DialContext(ctx, network, addr)
+	c, err := d.dial(ctx, network, addr)
 	if err != nil || !d.tlsAddrs[addr] {
 		return c, err
 	}

@@ -174,7 +174,11 @@ const relayPortTries = 16
 // range, or any.
 func (g *relayGen) listen(port int) (net.PacketConn, error) {
 	open := func(p int) (net.PacketConn, error) {
-		return net.ListenPacket("udp4", net.JoinHostPort(g.bind.String(), strconv.Itoa(p)))
+		pc, err := net.ListenPacket("udp4", net.JoinHostPort(g.bind.String(), strconv.Itoa(p)))
+		if err == nil {
+			setBuffers(pc, relayedBufferBytes)
+		}
+		return pc, err
 	}
 	if g.minPort == 0 {
 		return open(port)

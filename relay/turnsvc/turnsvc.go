@@ -191,6 +191,7 @@ func New(ctx context.Context, o Options) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("turnsvc: listen UDP %s: %w", o.UDPAddr, err)
 		}
+		setBuffers(pc, listenerBufferBytes)
 		s.udp = pc
 		s.udpPort = pc.LocalAddr().(*net.UDPAddr).Port
 		cfg.PacketConnConfigs = append(cfg.PacketConnConfigs, turn.PacketConnConfig{PacketConn: pc, RelayAddressGenerator: gen, PermissionHandler: perm})

@@ -23,6 +23,7 @@ import (
 	"github.com/trycua/cua-spacesd/internal/tlstest"
 	"github.com/trycua/cua-spacesd/relay/relayapi"
 	"github.com/trycua/cua-spacesd/relay/relayd"
+	"github.com/trycua/cua-spacesd/relay/turnsvc"
 )
 
 // envRelay makes the test binary a relay process (see TestMain).
@@ -34,6 +35,27 @@ type relayProcessConfig struct {
 	DataDir  string `json:"data_dir"`
 	CertFile string `json:"cert_file"`
 	KeyFile  string `json:"key_file"`
+	// URLs are the attach URLs handed to Spaces (default: the listener's).
+	URLs []string `json:"urls,omitempty"`
+	// TURNHost, when set, runs the relay's TURN server there, on
+	// TURNPort as UDP and TCP port and the next one for TLS (with the
+	// relay's certificate), relaying from TURNRelayIP.
+	TURNHost    string `json:"turn_host,omitempty"`
+	TURNPort    int    `json:"turn_port,omitempty"`
+	TURNRelayIP string `json:"turn_relay_ip,omitempty"`
+}
+
+// turn is the TURN server's options of c, nil for none.
+func (c relayProcessConfig) turn() *turnsvc.Options {
+	if c.TURNHost == "" {
+		return nil
+	}
+	at := func(port int) string { return net.JoinHostPort(c.TURNHost, strconv.Itoa(port)) }
+	tlsPort := c.TURNPort + 1
+	if c.TURNPort == 0 {
+		tlsPort = 0 // each a free port of its own (the credentials name them)
+	}
+	return &turnsvc.Options{UDPAddr: at(c.TURNPort), TCPAddr: at(c.TURNPort), TLSAddr: at(tlsPort), RelayIP: net.ParseIP(c.TURNRelayIP)}
 }
 
 // runRelayProcess is the relay process: a whole relay node (relayd.Start,
@@ -57,7 +79,8 @@ func runRelayProcess(cfg string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	r, err := relayd.Start(ctx, ln, relayd.Options{DataDir: c.DataDir, Node: "bench", TLS: relayd.TLSConfig(cert), Logger: log, Version: "bench"})
+	r, err := relayd.Start(ctx, ln, relayd.Options{DataDir: c.DataDir, Node: "bench", TLS: relayd.TLSConfig(cert), Logger: log, Version: "bench",
+		URLs: c.URLs, TURN: c.turn()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -77,10 +100,15 @@ type relayProcess struct {
 	done chan error
 }
 
-func startRelayProcess(b *testing.B, cfg relayProcessConfig) *relayProcess {
+// startRelayProcess starts a relay process, in ns (nil: the test's own
+// network).
+func startRelayProcess(b testing.TB, cfg relayProcessConfig, ns *netns) *relayProcess {
 	b.Helper()
 	raw, _ := json.Marshal(cfg)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if ns != nil {
+		cmd = ns.command(os.Args[0], "-test.run=^$")
+	}
 	cmd.Env = append(os.Environ(), envRelay+"="+string(raw))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
@@ -114,7 +142,7 @@ func startRelayProcess(b *testing.B, cfg relayProcessConfig) *relayProcess {
 }
 
 // stop ends the relay as SIGTERM does, and waits for it.
-func (p *relayProcess) stop(b *testing.B) {
+func (p *relayProcess) stop(b testing.TB) {
 	if p.cmd.ProcessState != nil {
 		return
 	}
@@ -175,7 +203,7 @@ func BenchmarkRelayIdleAttachers(b *testing.B) {
 	addr := ln.Addr().String()
 	ln.Close()
 	cfg := relayProcessConfig{Listen: addr, DataDir: filepath.Join(dir, "data"), CertFile: certFile, KeyFile: keyFile}
-	relay := startRelayProcess(b, cfg)
+	relay := startRelayProcess(b, cfg, nil)
 	ctx := context.Background()
 	admin := relayd.NewAdminClient(cfg.DataDir)
 	if _, err := admin.CreateUser(ctx, "load", ""); err != nil {
@@ -224,7 +252,7 @@ func BenchmarkRelayIdleAttachers(b *testing.B) {
 
 	relay.stop(b)
 	restart := time.Now()
-	relay = startRelayProcess(b, cfg)
+	relay = startRelayProcess(b, cfg, nil)
 	if err := fleet.waitAttaches(wctx, int64(2*n)); err != nil {
 		b.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func newBenchPair(b *testing.B) *benchPair {
 	addr := ln.Addr().String()
 	ln.Close()
 	cfg := relayProcessConfig{Listen: addr, DataDir: filepath.Join(dir, "data"), CertFile: certFile, KeyFile: keyFile}
-	startRelayProcess(b, cfg)
+	startRelayProcess(b, cfg, nil)
 	admin := relayd.NewAdminClient(cfg.DataDir)
 	ctx := context.Background()
 	if _, err := admin.CreateUser(ctx, "alice", ""); err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/trycua/cua-spacesd/internal/tlstest"
 	"github.com/trycua/cua-spacesd/mcp/mcptest"
 	"github.com/trycua/cua-spacesd/relay/relayd"
+	"github.com/trycua/cua-spacesd/relay/turnsvc"
 	"github.com/trycua/cua-spacesd/spacesd/filesvc"
 	"github.com/trycua/cua-spacesd/spacesd/relaysvc"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
@@ -96,8 +97,11 @@ func (w *world) startRelay() {
 		w.t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// TURN on loopback, each transport on a port of its own (the
+	// credentials name them), TLS with the relay's certificate.
+	turn := &turnsvc.Options{UDPAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", TLSAddr: "127.0.0.1:0"}
 	r, err := relayd.Start(context.Background(), ln, relayd.Options{DataDir: w.dataDir, Node: "relay-1",
-		URLs: []string{"wss://" + w.link.Addr}, TLS: relayd.TLSConfig(w.cert), Logger: log, Version: "test"})
+		URLs: []string{"wss://" + w.link.Addr}, TLS: relayd.TLSConfig(w.cert), Logger: log, Version: "test", TURN: turn})
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ package rtctest
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,7 @@ import (
 	"github.com/pion/interceptor"
 	"github.com/pion/rtcp"
 	"github.com/pion/rtp/codecs"
+	"github.com/pion/transport/v5"
 	"github.com/pion/webrtc/v4"
 
 	"github.com/trycua/cua-spacesd/api"
@@ -53,6 +55,13 @@ type Options struct {
 	// daemon's others out of its answer (Accept): the media can only
 	// cross a TURN server.
 	RelayOnly bool
+	// TURNTLS trusts the turns: servers among ICEServers (a relay whose
+	// certificate a test CA signed): pion alone trusts the system's roots.
+	TURNTLS *tls.Config
+	// Net, when set, is where the receiver's sockets are made (a network
+	// namespace the test made): all of its interfaces are used, not
+	// loopback alone.
+	Net transport.Net
 }
 
 // Receiver is one viewer.
@@ -96,8 +105,21 @@ func New(t testing.TB, o Options) *Receiver {
 	// Loopback only: nothing of the tests leaves the machine.
 	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
 	se.SetIncludeLoopbackCandidate(true)
-	se.SetInterfaceFilter(func(name string) bool { return name == "lo" })
-	se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
+	if o.Net != nil {
+		// The test's own namespace: whatever it holds, it reaches only
+		// what the test linked it to.
+		se.SetNet(o.Net)
+	} else {
+		se.SetInterfaceFilter(func(name string) bool { return name == "lo" })
+		se.SetIPFilter(func(ip net.IP) bool { return ip.IsLoopback() })
+	}
+	if o.TURNTLS != nil {
+		dial := (&net.Dialer{}).DialContext
+		if o.Net != nil {
+			dial = func(_ context.Context, network, addr string) (net.Conn, error) { return o.Net.Dial(network, addr) }
+		}
+		se.SetICEProxyDialer(rtc.NewTURNDialer(o.ICEServers, o.TURNTLS, dial))
+	}
 	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4})
 	if o.RelayOnly {
 		// The receiver offers, so its ICE nominates; pion's agent waits
