@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp/kb"
+
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/bridge/cli"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
@@ -46,7 +48,8 @@ func TestViewerThroughTheRelay(t *testing.T) {
 	if ok, lim := caps.Supports(api.FeatureDesktopStream); !ok {
 		t.Fatalf("desktop_stream unsupported: %s", lim)
 	}
-	_, win := (&env{display: display, d: d}).showWindow(t, 200, 200, quarters)
+	e := &env{display: display, d: d}
+	_, win := e.showWindow(t, 200, 200, quarters)
 
 	ca := tlstest.NewCA(t)
 	caFile := ca.WriteCA(t, t.TempDir())
@@ -129,6 +132,21 @@ func TestViewerThroughTheRelay(t *testing.T) {
 				s.urls.some((u) => u.startsWith('turn:127.0.0.1:')) && s.username.includes(':box:'))`) {
 				t.Errorf("the page's ICE servers: %s, want the relay's TURN with a credential of box", value[string](p, `JSON.stringify(window.__test.pcs.at(-1).getConfiguration().iceServers)`))
 			}
+			// Text typed in the page reaches an xterm's program through
+			// the relay (and its TURN), Unicode included.
+			out := filepath.Join(t.TempDir(), "typed")
+			xt := e.launchXterm(t, "stty -echo; exec cat > "+out)
+			x, y := pagePoint(800, 600, 640, 480, xt.Bounds.X+xt.Bounds.Width/2, xt.Bounds.Y+xt.Bounds.Height/2)
+			p.click(x, y, "left", 1)
+			p.typeKeys("via " + tc.media + " ")
+			p.insertText("Привет ✓ 你好")
+			p.typeKeys(kb.Enter)
+			want := "via " + tc.media + " Привет ✓ 你好\n"
+			desktoptest.EventuallyWithin(t, "the typed line in the xterm's program", pageTimeout, func() bool {
+				got, _ := os.ReadFile(out)
+				return string(got) == want
+			})
+			_ = d.Client.CloseWindow(t.Context(), xt.WindowID)
 			p.noErrors()
 		})
 	}
