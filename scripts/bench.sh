@@ -90,6 +90,6 @@ bench ./media/yuv 'Convert1080p' 1s
 
 # The viewer page's figures are Chromium's own (Debian's, as CI runs it).
 need chromium chromium "viewer page"
-section "the viewer page in headless Chromium (a daemon process streaming 1920x1080 Xvfb to the page): glass-to-glass p50 and p95 (requestVideoFrameCallback and a canvas read of a patch painted at a known time, to the frame handed to the compositor; target p50 <= 60 ms at 1080p) and input-to-photon p50 (a key pressed in the page, drawn by xterm, seen changed on the page; target <= 35 ms), each beside its target, with Chromium's own share of a frame"
+section "the viewer page in headless Chromium (a daemon process streaming 1920x1080 Xvfb to the page): glass-to-glass p50 and p95 (requestVideoFrameCallback and a canvas read of a patch painted at a known time, to the frame handed to the compositor; target p50 <= 60 ms at 1080p) and input-to-photon p50 (a key pressed in the page, drawn by xterm, seen changed on the page; target <= 35 ms), each beside its target, with Chromium's own share of a frame; then the same Space's link through cua-relay with the media relayed by its TURN (?ice=relay; target: TURN adds <= 5 ms to glass-to-glass p50 on loopback), same run"
 $GO test -run '^$' -bench 'ViewerChromium' -benchtime 1x -count 1 ./test/browser 2>&1 \
 	| grep -E '^(viewer |Benchmark|---|FAIL|panic|\s+\w+_test\.go:)' || true

@@ -111,6 +111,11 @@ type daemonProc struct {
 // startDaemonProc serves display as a daemon process whose token is in
 // tokenFile, on a fixed port of loopback (a restart comes back there).
 func startDaemonProc(t testing.TB, display, tokenFile string) *daemonProc {
+	return startDaemonProcIn(t, display, tokenFile, "")
+}
+
+// startDaemonProcIn is startDaemonProc with a state dir ("": none).
+func startDaemonProcIn(t testing.TB, display, tokenFile, stateDir string) *daemonProc {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -118,7 +123,7 @@ func startDaemonProc(t testing.TB, display, tokenFile string) *daemonProc {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	d := &daemonProc{t: t, cfg: daemonConfig{Listen: addr, TokenFile: tokenFile, Display: display}, url: "http://" + addr,
+	d := &daemonProc{t: t, cfg: daemonConfig{Listen: addr, TokenFile: tokenFile, Display: display, StateDir: stateDir}, url: "http://" + addr,
 		logs: filepath.Join(t.TempDir(), "daemon.log")}
 	d.start()
 	t.Cleanup(func() {

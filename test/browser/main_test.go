@@ -15,6 +15,8 @@ import (
 
 	"github.com/trycua/cua-spacesd/internal/nstest"
 	"github.com/trycua/cua-spacesd/spacesd/daemon"
+	"github.com/trycua/cua-spacesd/spacesd/filesvc"
+	"github.com/trycua/cua-spacesd/spacesd/relaysvc"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 	"github.com/trycua/cua-spacesd/spacesd/streamsvc"
 )
@@ -40,6 +42,9 @@ type daemonConfig struct {
 	Listen    string `json:"listen"`
 	TokenFile string `json:"token_file"`
 	Display   string `json:"display"`
+	// StateDir, when set, is the daemon's state dir (its relay
+	// attachment's among the rest).
+	StateDir string `json:"state_dir,omitempty"`
 }
 
 // runDaemon is the daemon process: the daemon cua-spacesd assembles
@@ -56,8 +61,12 @@ func runDaemon(cfg string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	srv, err := daemon.New(daemon.Options{Version: "test", Auth: auth, Logger: log, Display: c.Display,
-		Stream: streamsvc.Options{UDPAddr: "127.0.0.1:0"}})
+	o := daemon.Options{Version: "test", Auth: auth, Logger: log, Display: c.Display,
+		Stream: streamsvc.Options{UDPAddr: "127.0.0.1:0"}}
+	if c.StateDir != "" {
+		o.Files, o.Relay = filesvc.Options{StateDir: c.StateDir}, relaysvc.Options{StateDir: c.StateDir}
+	}
+	srv, err := daemon.New(o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
