@@ -181,6 +181,7 @@ type Manager struct {
 // NewManager returns a Manager and starts its janitor; Close stops both.
 func NewManager(opts Options) *Manager {
 	opts.fill()
+	restoreIgnored()
 	ctx, cancel := context.WithCancel(context.Background())
 	env := BaseEnv()
 	if opts.Xauthority != "" {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -338,5 +340,18 @@ func TestRetainedOutputIsBounded(t *testing.T) {
 	// The newest keeps its output.
 	if out, _, _ := collect(t, ps[len(ps)-1], 0, 0); len(out) != ring {
 		t.Fatalf("newest process kept %d bytes", len(out))
+	}
+}
+
+// TestStartSignalsWhenStartedIgnoring: a daemon started under nohup, or as
+// a shell's background job, ignores SIGHUP (SIGINT, SIGQUIT); its
+// processes still get every signal at its default: TestStartSignals
+// passes in a test binary started so.
+func TestStartSignalsWhenStartedIgnoring(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command("sh", "-c", `trap "" HUP INT QUIT; exec "$0" -test.run='^TestStartSignals$' -test.count=1`, os.Args[0])
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "PASS") {
+		t.Fatalf("TestStartSignals in a binary started ignoring HUP, INT and QUIT: %v\n%s", err, out)
 	}
 }
