@@ -14,16 +14,17 @@ import (
 	"github.com/trycua/cua-spacesd/relay/relayapi"
 )
 
-// Viewer links through the relay: /c/<computer>/ forwards a few routes with
-// no relay token, for the holder of a media link (its viewer page, or a
-// WHEP client with a stream ticket). The relay checks no ticket; the Space
-// does, as on its own port. The relay only keeps what an anonymous caller
-// may reach small, and bounds how hard it may knock.
+// Viewer links through the relay: /c/<computer>/ serves the viewer page
+// itself (its own copy, media/viewer) and forwards a few stream routes with
+// no relay token, for the holder of a media link (the page, or a WHEP
+// client with a stream ticket). The relay checks no ticket; the Space does,
+// as on its own port. The relay only keeps what an anonymous caller may
+// reach small, and bounds how hard it may knock.
 const (
 	// DefaultLinkRate and DefaultLinkBurst are the token bucket of the
 	// link forwards of one computer: requests per second, and at most at
-	// once. A viewer's page is about ten files, then an ICE query and an
-	// offer per (re)connection.
+	// once. A viewer takes an ICE query and an offer per (re)connection;
+	// its page's files are the relay's own and take nothing.
 	DefaultLinkRate  = 20
 	DefaultLinkBurst = 40
 	// DefaultMaxLinkStreams caps the relayed streams of link forwards open
@@ -40,7 +41,7 @@ type linkRoute int
 
 const (
 	notLink     linkRoute = iota
-	linkViewer            // GET, HEAD api.PathViewer...: the page's static files, public
+	linkViewer            // GET, HEAD api.PathViewer...: the page's static files, public, the relay's own
 	linkICE               // GET api.PathStreamICE (ticket)
 	linkOffer             // POST api.PathStreamScreen or PathStreamWindow: a WHEP offer (ticket)
 	linkSession           // DELETE api.PathStreamSession: the end of a WHEP session (ticket)
@@ -99,30 +100,51 @@ func oneSegmentAfter(path, prefix string) bool {
 	return ok && id != "" && !strings.Contains(id, "/")
 }
 
-// handleComputer is /c/<computer>/...: a user token is the owner's way
-// (handleProxy, every route); no token reaches the viewer's files, and a
-// media ticket the stream routes of a viewer link (handleLink).
+// handleComputer is /c/<computer>/...: the viewer's files are the relay's
+// own, whoever asks (serveViewer); otherwise a media ticket reaches the
+// stream routes of a viewer link (handleLink), and a user token is the
+// owner's way (handleProxy, every route).
 func (s *Server) handleComputer(w http.ResponseWriter, r *http.Request) {
-	tok := bearer(r)
-	switch {
-	case strings.HasPrefix(tok, api.TicketPrefix):
-		s.handleLink(w, r, true)
-	case r.Header.Get("Authorization") == "" && isViewerFile(r):
-		s.handleLink(w, r, false)
-	default:
-		s.user(s.handleProxy)(w, r)
+	if path, ok := viewerFile(r); ok {
+		s.serveViewer(w, r, path)
+		return
 	}
+	if strings.HasPrefix(bearer(r), api.TicketPrefix) {
+		s.handleLink(w, r)
+		return
+	}
+	s.user(s.handleProxy)(w, r)
 }
 
-func isViewerFile(r *http.Request) bool {
+// viewerFile answers the daemon path of a request for the viewer's files:
+// GET or HEAD under api.PathViewer, a clean path (classifyLink).
+func viewerFile(r *http.Request) (string, bool) {
 	_, path, _, err := splitComputerPath(r.URL.EscapedPath())
-	return err == nil && classifyLink(r.Method, path) == linkViewer
+	return path, err == nil && classifyLink(r.Method, path) == linkViewer
 }
 
-// handleLink forwards a link holder's request (ticket: its Authorization
-// is a media ticket, kept for the Space to check) with a grant of role
-// link, within the computer's link rate and streams.
-func (s *Server) handleLink(w http.ResponseWriter, r *http.Request, ticket bool) {
+// serveViewer answers a request for the viewer page's files from the
+// relay's own copy, at the daemon path, whatever the computer and whatever
+// Authorization the request carries: nothing reaches a Space. Every
+// computer's page shares the relay's origin, so no Space may serve script
+// or headers there (it could read another computer's tickets from storage,
+// or register a service worker over the whole origin that rewrites every
+// viewer page). The page is the same for any computer name, online,
+// offline or none, so it tells an anonymous caller nothing. It takes no
+// link rate: static bytes from memory cost the relay nothing worth
+// limiting, and its handler sets the page's security headers (CSP).
+func (s *Server) serveViewer(w http.ResponseWriter, r *http.Request, path string) {
+	u := *r.URL
+	u.Path, u.RawPath = path, ""
+	r2 := *r
+	r2.URL = &u
+	s.viewer.ServeHTTP(w, &r2)
+}
+
+// handleLink forwards a link holder's request (its Authorization is a
+// media ticket, kept for the Space to check) with a grant of role link,
+// within the computer's link rate and streams.
+func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
 	name, path, rawPath, err := splitComputerPath(r.URL.EscapedPath())
 	if err != nil {
 		writeError(w, err)
@@ -155,7 +177,7 @@ func (s *Server) handleLink(w http.ResponseWriter, r *http.Request, ticket bool)
 		return
 	}
 	s.metrics.LinkForwards.Add(1)
-	s.forward(w, r, forwarding{ss: ss, name: name, path: path, rawPath: rawPath, route: route, keepAuth: ticket,
+	s.forward(w, r, forwarding{ss: ss, name: name, path: path, rawPath: rawPath, route: route, keepAuth: true,
 		caller: caller{id: protocol.LinkPerson, name: protocol.LinkPerson, role: protocol.RoleLink}})
 }
 

@@ -131,7 +131,8 @@ type seenReq struct {
 const spaceICE = `{"ice_servers":[{"urls":["stun:stun.example.org:3478"]}],"x":1}`
 
 // linkSpace is a stand-in Space's stream routes, as the real one answers
-// them in shape: the viewer's files, the ICE servers (401 to the ticket
+// them in shape: the viewer's page (a hostile one: a cookie and a service
+// worker's scope over the whole origin, which the relay must never pass), the ICE servers (401 to the ticket
 // "cuat1.bad", more than the relay reads with ?big=1), WHEP offers (201,
 // Location of the session; the window "block" waits for release) and the
 // session's DELETE. It records every request and its stream's grant.
@@ -166,6 +167,7 @@ func (ls *linkSpace) handler() http.Handler {
 	mux.HandleFunc("GET "+api.PathViewer, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		w.Header().Set("Set-Cookie", "evil=1; Path=/")
+		w.Header().Set("Service-Worker-Allowed", "/")
 		_, _ = io.WriteString(w, "<!doctype html><title>viewer</title>")
 	})
 	mux.HandleFunc("GET "+api.PathStreamICE, func(w http.ResponseWriter, r *http.Request) {

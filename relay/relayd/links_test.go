@@ -1,8 +1,10 @@
 package relayd_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/media/viewer"
 	"github.com/trycua/cua-spacesd/relay/protocol"
 	"github.com/trycua/cua-spacesd/relay/relayapi"
 	"github.com/trycua/cua-spacesd/relay/relayd"
@@ -25,57 +28,88 @@ func isLinkGrant(g protocol.Grant, computer string) bool {
 	return g.Role == protocol.RoleLink && g.Person == protocol.LinkPerson && g.Computer == computer
 }
 
-// The viewer's files reach the Space with no token at all, as a link
-// holder (a grant of role link), with no Authorization, and the Space's
-// cookie does not reach the viewer; the X-Forwarded headers name the relay,
-// whatever the caller sent.
-// Nothing else is reached without a token.
-func TestLinkViewerWithoutToken(t *testing.T) {
+// The viewer's files are the relay's own (media/viewer), whatever the
+// computer (online, offline or none) and whatever Authorization comes: the
+// same bytes with the page's CSP, no Set-Cookie or Service-Worker-Allowed
+// (the stand-in Space would send both), and nothing reaches the Space, or
+// counts as a link forward or a bad token. Nothing else is reached without
+// a token.
+func TestViewerPageIsTheRelays(t *testing.T) {
 	r := startRelay(t, t.TempDir(), relayd.Limits{})
 	alice := r.user("alice")
 	ct := r.register(alice, "box")
+	r.register(alice, "offbox")
 	ls := newLinkSpace()
 	r.attach(ct.Token, ls.handler())
 
+	page := viewer.New()
+	rec := httptest.NewRecorder()
+	page.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, api.PathViewer, nil))
+	wantPage, csp := rec.Body.Bytes(), rec.Header().Get("Content-Security-Policy")
+	if rec.Code != 200 || len(wantPage) == 0 || !strings.Contains(csp, "script-src 'self'") {
+		t.Fatalf("the embedded page: %d, CSP %q", rec.Code, csp)
+	}
+	asset := "/viewer/a/" + page.Version() + "/"
+
 	for _, c := range []call{
-		{method: http.MethodGet, path: "/c/box/viewer/", hdr: map[string]string{"X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "http"}},
-		{method: http.MethodGet, path: "/c/box/viewer/main.js", hdr: map[string]string{"Cookie": "relay=secret"}},
-		{method: http.MethodHead, path: "/c/box/viewer/viewer.css"},
+		{method: http.MethodGet, path: "/c/box/viewer/", hdr: map[string]string{"X-Forwarded-Host": "evil.example", "Cookie": "relay=secret"}},
+		{method: http.MethodGet, path: "/c/box/viewer/index.html"},
+		{method: http.MethodGet, path: "/c/offbox/viewer/"},
+		{method: http.MethodGet, path: "/c/nobox1/viewer/"},
+		{method: http.MethodGet, path: "/c/box/viewer/", auth: ticket},
+		{method: http.MethodGet, path: "/c/box/viewer/", auth: badTicket},
+		{method: http.MethodGet, path: "/c/box/viewer/", auth: "Bearer " + alice},
+		{method: http.MethodGet, path: "/c/nobox1/viewer/", auth: "Bearer cuau_bogus"},
+		{method: http.MethodGet, path: "/c/box/viewer/", auth: "Basic YTpi"},
 	} {
 		a := r.call(c)
-		if a.status != 200 || a.header.Get("Set-Cookie") != "" {
-			t.Fatalf("%s %s: %d %s (Set-Cookie %q)", c.method, c.path, a.status, a.body, a.header.Get("Set-Cookie"))
+		if a.status != 200 || !bytes.Equal(a.body, wantPage) || a.header.Get("Content-Security-Policy") != csp ||
+			!strings.HasPrefix(a.header.Get("Content-Type"), "text/html") {
+			t.Fatalf("%s %s (auth %.16q): %d, CSP %q, %.200s", c.method, c.path, c.auth, a.status, a.header.Get("Content-Security-Policy"), a.body)
 		}
-		got := ls.last(t)
-		if got.Path != strings.TrimPrefix(c.path, "/c/box") || got.Auth != "" || got.Cookie != "" || !isLinkGrant(got.Grant, "box") || got.Grant.Turn != nil {
-			t.Fatalf("%s %s: the Space saw %+v", c.method, c.path, got)
-		}
-		if got.XFHost != r.addr || got.XFProto != "https" {
-			t.Fatalf("X-Forwarded: host %q proto %q, want %q https", got.XFHost, got.XFProto, r.addr)
+		if a.header.Get("Set-Cookie") != "" || a.header.Get("Service-Worker-Allowed") != "" {
+			t.Fatalf("%s %s: Set-Cookie %q, Service-Worker-Allowed %q", c.method, c.path, a.header.Get("Set-Cookie"), a.header.Get("Service-Worker-Allowed"))
 		}
 	}
-	if a := r.call(call{method: http.MethodGet, path: "/c/box/viewer/"}); !strings.Contains(string(a.body), "viewer") {
-		t.Fatalf("viewer page: %s", a.body)
+	// The page's files, under the same prefix (its links are relative).
+	a := r.call(call{method: http.MethodGet, path: "/c/box" + asset + "main.js"})
+	if a.status != 200 || !strings.HasPrefix(a.header.Get("Content-Type"), "text/javascript") || len(a.body) == 0 ||
+		a.header.Get("Content-Security-Policy") != csp || !bytes.Contains(wantPage, []byte(strings.TrimPrefix(asset, api.PathViewer)+"main.js")) {
+		t.Fatalf("main.js: %d %q", a.status, a.header.Get("Content-Type"))
+	}
+	if a := r.call(call{method: http.MethodHead, path: "/c/offbox" + asset + "viewer.css"}); a.status != 200 || len(a.body) != 0 ||
+		!strings.HasPrefix(a.header.Get("Content-Type"), "text/css") {
+		t.Fatalf("HEAD viewer.css: %d %q", a.status, a.header.Get("Content-Type"))
+	}
+	if a := r.call(call{method: http.MethodGet, path: "/c/box/viewer/a/0123456789abcdef/main.js"}); a.status != 404 || a.header.Get("Content-Security-Policy") != csp {
+		t.Fatalf("a file of another version: %d", a.status)
+	}
+	if got := ls.requests(); len(got) != 0 {
+		t.Fatalf("the viewer's files reached the Space: %+v", got)
+	}
+	if f, b := r.Server.Metrics().LinkForwards.Load(), r.Server.Metrics().BadTokens.Load(); f != 0 || b != 0 {
+		t.Fatalf("link forwards %d, bad tokens %d", f, b)
 	}
 
 	// No token: any other route, a viewer path that is not clean, a POST
-	// to the viewer: 401, and the Space sees nothing.
-	before := len(ls.requests())
+	// to the viewer: 401, and the Space sees nothing. With a ticket, the
+	// same 401 (no link route).
 	for _, c := range []call{
 		{method: http.MethodGet, path: "/c/box/v1/capabilities"},
 		{method: http.MethodGet, path: "/c/box/v1/stream/ice"},
 		{method: http.MethodPost, path: "/c/box/v1/stream/screen", body: "v=0"},
 		{method: http.MethodPost, path: "/c/box/viewer/"},
+		{method: http.MethodPost, path: "/c/box/viewer/", auth: ticket},
 		{method: http.MethodGet, path: "/c/box/viewer/..%2Fv1%2Fcapabilities"},
-		{method: http.MethodGet, path: "/c/box/viewer/", auth: "Basic YTpi"},
+		{method: http.MethodGet, path: "/c/box/viewer/..%2Fv1%2Fstream%2Fice", auth: ticket},
 	} {
 		a := r.call(c)
 		if e := errorOf(t, a.body); a.status != 401 || e.Kind != api.KindUnauthenticated {
 			t.Errorf("%s %s (auth %q): %d %s", c.method, c.path, c.auth, a.status, a.body)
 		}
 	}
-	if n := len(ls.requests()); n != before {
-		t.Fatalf("refused requests reached the Space: %+v", ls.requests()[before:])
+	if got := ls.requests(); len(got) != 0 {
+		t.Fatalf("refused requests reached the Space: %+v", got)
 	}
 }
 
@@ -99,7 +133,6 @@ func TestLinkTicketRoutes(t *testing.T) {
 		{call{method: http.MethodPost, path: "/c/box/v1/stream/screen?max_fps=15&ice=relay", body: "v=0"}, 201},
 		{call{method: http.MethodPost, path: "/c/box/v1/stream/windows/7", body: "v=0"}, 201},
 		{call{method: http.MethodDelete, path: "/c/box/v1/stream/sessions/s1"}, 200},
-		{call{method: http.MethodGet, path: "/c/box/viewer/"}, 200},
 	} {
 		tc.c.auth = ticket
 		a := r.call(tc.c)
@@ -158,27 +191,19 @@ func TestLinkTicketRoutes(t *testing.T) {
 		none.status != off.status || strings.ReplaceAll(eNone.Message, "nobox1", "offbox") != eOff.Message || eNone.Hint != eOff.Hint {
 		t.Fatalf("offline: %d %s; none: %d %s", off.status, off.body, none.status, none.body)
 	}
-	viewerOff := r.call(call{method: http.MethodGet, path: "/c/offbox/viewer/"})
-	viewerNone := r.call(call{method: http.MethodGet, path: "/c/nobox1/viewer/"})
-	if viewerOff.status != http.StatusBadGateway || viewerNone.status != viewerOff.status {
-		t.Fatalf("viewer of an offline computer: %d; of none: %d", viewerOff.status, viewerNone.status)
-	}
 
 	// The owner's token still reaches every route, as the owner.
 	a = r.call(call{method: http.MethodGet, path: "/c/box/v1/capabilities", auth: "Bearer " + alice})
 	if got := ls.last(t); a.status != 200 || got.Grant.Role != protocol.RoleOwner || got.Auth != "" {
 		t.Fatalf("owner: %d, the Space saw %+v", a.status, got)
 	}
-	a = r.call(call{method: http.MethodGet, path: "/c/box/viewer/", auth: "Bearer " + alice})
-	if got := ls.last(t); a.status != 200 || got.Grant.Role != protocol.RoleOwner {
-		t.Fatalf("owner's viewer: %d, the Space saw %+v", a.status, got)
-	}
 }
 
 // Link forwards take from one token bucket per computer: past the burst,
 // 429 limit_exceeded (rate_limited) with Retry-After, and nothing reaches
 // the Space; the bucket refills at the rate, on the relay's clock. The
-// owner and another computer's links are not held back.
+// owner, another computer's links and the viewer page (the relay's own)
+// are not held back.
 func TestLinkRateLimit(t *testing.T) {
 	clock := newFakeClock()
 	r := startRelayWith(t, relayd.Limits{LinkRate: 2, LinkBurst: 3}, clock, nil)
@@ -187,13 +212,13 @@ func TestLinkRateLimit(t *testing.T) {
 	r.attach(r.register(alice, "box").Token, ls.handler())
 	r.attach(r.register(alice, "other").Token, other.handler())
 
-	viewer := call{method: http.MethodGet, path: "/c/box/viewer/"}
+	ice := call{method: http.MethodGet, path: "/c/box/v1/stream/ice", auth: ticket}
 	for i := range 3 {
-		if a := r.call(viewer); a.status != 200 {
+		if a := r.call(ice); a.status != 200 {
 			t.Fatalf("request %d within the burst: %d %s", i, a.status, a.body)
 		}
 	}
-	for _, c := range []call{viewer, {method: http.MethodGet, path: "/c/box/v1/stream/ice", auth: ticket}} {
+	for _, c := range []call{ice, {method: http.MethodPost, path: "/c/box/v1/stream/screen", auth: ticket, body: "v=0"}} {
 		a := r.call(c)
 		if e := errorOf(t, a.body); a.status != http.StatusTooManyRequests || e.Kind != api.KindLimitExceeded ||
 			e.Reason != relayapi.ReasonRateLimited || a.header.Get("Retry-After") != "1" {
@@ -209,24 +234,27 @@ func TestLinkRateLimit(t *testing.T) {
 	if a := r.call(call{method: http.MethodGet, path: "/c/box/v1/capabilities", auth: "Bearer " + alice}); a.status != 200 {
 		t.Fatalf("the owner behind an empty link bucket: %d %s", a.status, a.body)
 	}
-	if a := r.call(call{method: http.MethodGet, path: "/c/other/viewer/"}); a.status != 200 {
+	if a := r.call(call{method: http.MethodGet, path: "/c/other/v1/stream/ice", auth: ticket}); a.status != 200 {
 		t.Fatalf("another computer's link: %d %s", a.status, a.body)
+	}
+	if a := r.call(call{method: http.MethodGet, path: "/c/box/viewer/"}); a.status != 200 || r.Server.Metrics().LinkRateLimited.Load() != 2 {
+		t.Fatalf("the viewer page behind an empty link bucket: %d %.200s", a.status, a.body)
 	}
 
 	clock.Advance(500 * time.Millisecond) // one request at 2/s
-	if a := r.call(viewer); a.status != 200 {
+	if a := r.call(ice); a.status != 200 {
 		t.Fatalf("after the refill: %d %s", a.status, a.body)
 	}
-	if a := r.call(viewer); a.status != http.StatusTooManyRequests {
+	if a := r.call(ice); a.status != http.StatusTooManyRequests {
 		t.Fatalf("one refill took twice: %d", a.status)
 	}
 	clock.Advance(time.Hour) // refills to the burst, no further
 	for i := range 3 {
-		if a := r.call(viewer); a.status != 200 {
+		if a := r.call(ice); a.status != 200 {
 			t.Fatalf("request %d after a long pause: %d", i, a.status)
 		}
 	}
-	if a := r.call(viewer); a.status != http.StatusTooManyRequests {
+	if a := r.call(ice); a.status != http.StatusTooManyRequests {
 		t.Fatalf("a long pause filled past the burst: %d", a.status)
 	}
 }
@@ -325,12 +353,12 @@ func TestOfferStreams(t *testing.T) {
 	// The pool's streams, for contrast: two GETs, one stream, no TURN.
 	var ids []string
 	for range 2 {
-		if a := r.call(call{method: http.MethodGet, path: "/c/box/viewer/"}); a.status != 200 {
-			t.Fatalf("viewer: %d", a.status)
+		if a := r.call(call{method: http.MethodGet, path: "/c/box/v1/stream/ice", auth: ticket}); a.status != 200 {
+			t.Fatalf("ice: %d", a.status)
 		}
 		g := ls.last(t).Grant
 		if g.Turn != nil {
-			t.Fatalf("a viewer file's grant carries TURN: %+v", g.Turn)
+			t.Fatalf("an ICE query's grant carries TURN: %+v", g.Turn)
 		}
 		ids = append(ids, g.ID)
 	}

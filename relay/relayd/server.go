@@ -25,6 +25,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/media/viewer"
 	"github.com/trycua/cua-spacesd/relay/protocol"
 	"github.com/trycua/cua-spacesd/relay/relayapi"
 	"github.com/trycua/cua-spacesd/relay/store"
@@ -81,8 +82,8 @@ type Limits struct {
 	// BadTokenPause overrides BadTokenPause (tests shorten it).
 	BadTokenPause time.Duration
 	// LinkRate and LinkBurst are each computer's token bucket of link
-	// forwards (requests without a relay token: a viewer link's page and
-	// stream routes), per second and at most at once; past it 429
+	// forwards (requests with a media ticket: a viewer link's stream
+	// routes; the page's files are the relay's own and take none), per second and at most at once; past it 429
 	// limit_exceeded, reason rate_limited, with Retry-After (defaults
 	// DefaultLinkRate, DefaultLinkBurst).
 	LinkRate  int
@@ -148,6 +149,9 @@ type Server struct {
 	// a 4 KiB frame per write would cost throughput. There are few at once.
 	dataUpgrader websocket.Upgrader
 	pauses       chan struct{} // MaxBadTokenPauses slots
+	// viewer serves the viewer page's files (media/viewer), the relay's
+	// own copy: no Space serves anything on the relay's origin.
+	viewer http.Handler
 
 	mu       sync.Mutex
 	sessions map[string]*session // by computer name
@@ -204,6 +208,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, log: cfg.Logger, clock: cfg.Clock,
 		pauses:   make(chan struct{}, MaxBadTokenPauses),
+		viewer:   viewer.New(),
 		sessions: map[string]*session{},
 		pending:  map[[32]byte]*pendingData{},
 	}
