@@ -21,6 +21,7 @@ import (
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
 	"github.com/trycua/cua-spacesd/media/rtc/rtctest"
 	"github.com/trycua/cua-spacesd/media/vp8"
+	"github.com/trycua/cua-spacesd/media/vp8/vp8test"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 	"github.com/trycua/cua-spacesd/spacesd/streamsvc"
 )
@@ -243,7 +244,7 @@ func benchStream(b *testing.B, w, h int) {
 			for {
 				select {
 				case f := <-frames:
-					if desktoptest.NearRGB(rgbAt(f.img, cx, cy), k) {
+					if desktoptest.NearRGB(vp8test.RGBAt(f.img, cx, cy), k) {
 						g2g = append(g2g, f.at.Sub(t0))
 						break wait
 					}

@@ -92,15 +92,6 @@ func decodeKey(t *testing.T, f rtctest.Frame) *image.YCbCr {
 	return img
 }
 
-// rgbAt converts a decoded BT.601 limited-range pixel to 0xRRGGBB.
-func rgbAt(img *image.YCbCr, x, y int) uint32 {
-	yy := float64(img.Y[img.YOffset(x, y)]) - 16
-	cb := float64(img.Cb[img.COffset(x, y)]) - 128
-	cr := float64(img.Cr[img.COffset(x, y)]) - 128
-	c := func(v float64) uint32 { return uint32(min(max(v, 0), 255) + 0.5) }
-	return c(1.164*yy+1.596*cr)<<16 | c(1.164*yy-0.392*cb-0.813*cr)<<8 | c(1.164*yy+2.017*cb)
-}
-
 // eventually polls cond (see desktoptest.Eventually).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()

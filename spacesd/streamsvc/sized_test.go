@@ -12,6 +12,7 @@ import (
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
 	"github.com/trycua/cua-spacesd/media/rtc/rtctest"
+	"github.com/trycua/cua-spacesd/media/vp8/vp8test"
 	"github.com/trycua/cua-spacesd/spacesd/streamsvc"
 )
 
@@ -23,7 +24,7 @@ func checkScaledQuarters(t *testing.T, what string, f rtctest.Frame, ox, oy, num
 	img := decodeKey(t, f)
 	for _, q := range []desktoptest.Fill{desktoptest.Red, desktoptest.Green, desktoptest.Blue, desktoptest.White} {
 		x, y := (ox+q.X+q.W/2)*num/den, (oy+q.Y+q.H/2)*num/den
-		if got := rgbAt(img, x, y); !desktoptest.NearRGB(got, q.RGB) {
+		if got := vp8test.RGBAt(img, x, y); !desktoptest.NearRGB(got, q.RGB) {
 			t.Errorf("%s: frame pixel (%d, %d) decodes to %06x, want %06x", what, x, y, got, q.RGB)
 		}
 	}
@@ -56,7 +57,7 @@ func TestSizedStream(t *testing.T) {
 		}
 		f := r.NextFrame(t, true, frameTimeout)
 		x, y := (win.Bounds.X+paint.X+paint.W/2)/2, (win.Bounds.Y+paint.Y+paint.H/2)/2
-		return desktoptest.NearRGB(rgbAt(decodeKey(t, f), x, y), paint.RGB)
+		return desktoptest.NearRGB(vp8test.RGBAt(decodeKey(t, f), x, y), paint.RGB)
 	})
 
 	// Frame pixel x covers screen pixels [2x, 2x+2): a click at frame

@@ -1,13 +1,6 @@
 package browser_test
 
 import (
-	"context"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/base64"
-	"log/slog"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,12 +9,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/trycua/cua-spacesd/api"
-	"github.com/trycua/cua-spacesd/bridge/cli"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
-	"github.com/trycua/cua-spacesd/internal/testenv"
-	"github.com/trycua/cua-spacesd/internal/tlstest"
-	"github.com/trycua/cua-spacesd/relay/relayd"
-	"github.com/trycua/cua-spacesd/relay/turnsvc"
 	"github.com/trycua/cua-spacesd/spacesd/filesvc"
 	"github.com/trycua/cua-spacesd/spacesd/relaysvc"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
@@ -51,59 +39,14 @@ func TestViewerThroughTheRelay(t *testing.T) {
 	e := &env{display: display, d: d}
 	_, win := e.showWindow(t, 200, 200, quarters)
 
-	ca := tlstest.NewCA(t)
-	caFile := ca.WriteCA(t, t.TempDir())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &testenv.SyncBuffer{}
-	cert := ca.Issue(t, "127.0.0.1")
-	leaf, err := x509.ParseCertificate(cert.Certificate[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	spki := sha256.Sum256(leaf.RawSubjectPublicKeyInfo)
-	r, err := relayd.Start(context.Background(), ln, relayd.Options{DataDir: t.TempDir(), Node: "relay-1",
-		TLS: relayd.TLSConfig(cert), Logger: slog.New(slog.NewTextHandler(logs, nil)), Version: "test",
-		TURN: &turnsvc.Options{UDPAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = r.Close()
-		if t.Failed() {
-			t.Logf("the relay's log:\n%s", tail([]byte(logs.String()), 8000))
-		}
-	})
-	ctx := t.Context()
-	if _, err := r.Store.CreateUser(ctx, "alice", ""); err != nil {
-		t.Fatal(err)
-	}
-	_, tok, err := r.Store.CreateUserToken(ctx, "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	home := t.TempDir()
-	tokFile := filepath.Join(home, "relay.token")
-	if err := os.WriteFile(tokFile, []byte(tok+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	bridge := func(args ...string) string {
-		t.Helper()
-		var out, errb testenv.SyncBuffer
-		if code := cli.Run(ctx, cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Home: home}, args[0], args[1:]); code != 0 {
-			t.Fatalf("cua-bridge %s: exit %d: %s%s", strings.Join(args, " "), code, out.String(), errb.String())
-		}
-		return strings.TrimSpace(out.String())
-	}
-	bridge("relay", "login", "--url", "https://"+ln.Addr().String(), "--token-file", tokFile, "--ca", caFile)
+	rl := startTestRelay(t)
+	bridge := func(args ...string) string { t.Helper(); return rl.bridge(t, args...) }
 	bridge("space", "add", "dev", d.URL, "--token", d.Token)
 	bridge("relay", "register", "dev", "--name", "box")
 
 	// The browser trusts the relay's key alone, as it would a public CA's
 	// certificate of the relay.
-	b := startBrowserWith(t, "--ignore-certificate-errors-spki-list="+base64.StdEncoding.EncodeToString(spki[:]))
+	b := startBrowserWith(t, rl.chromiumFlag)
 	for _, tc := range []struct {
 		name, ice, media, state string
 	}{
@@ -114,14 +57,11 @@ func TestViewerThroughTheRelay(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			link := bridge("view", "relay:box")
-			if !strings.HasPrefix(link, "https://"+ln.Addr().String()+"/c/box/viewer/#") || strings.Contains(link, tok) {
+			if !strings.HasPrefix(link, "https://"+rl.addr+"/c/box/viewer/#") || strings.Contains(link, rl.token) {
 				t.Fatalf("link %q", link)
 			}
 			if tc.ice != "" {
-				page, fragment, _ := strings.Cut(link, "#")
-				q, _ := url.ParseQuery(fragment)
-				q.Set("offer", q.Get("offer")+"?ice="+tc.ice)
-				link = page + "#" + q.Encode()
+				link = withOffer(t, link, api.QueryICE, tc.ice)
 			}
 			p := b.newPage(t, 800, 600, 1)
 			p.connect(link)

@@ -221,7 +221,7 @@ func glassToGlass(b *testing.B, path string, xc *desktoptest.XClient, frames <-c
 				if !ok {
 					b.Fatal("the stream ended")
 				}
-				if desktoptest.NearRGB(rgbAt(f.img, x, y), k) {
+				if desktoptest.NearRGB(vp8test.RGBAt(f.img, x, y), k) {
 					g2g = append(g2g, f.at.Sub(t0))
 					break wait
 				}
@@ -236,15 +236,6 @@ func glassToGlass(b *testing.B, path string, xc *desktoptest.XClient, frames <-c
 		b.Fatalf("%s: only %d of %d colours arrived", path, len(g2g), g2gSamples)
 	}
 	return g2g
-}
-
-// rgbAt converts a decoded BT.601 limited-range pixel to 0xRRGGBB.
-func rgbAt(img *image.YCbCr, x, y int) uint32 {
-	yy := float64(img.Y[img.YOffset(x, y)]) - 16
-	cb := float64(img.Cb[img.COffset(x, y)]) - 128
-	cr := float64(img.Cr[img.COffset(x, y)]) - 128
-	c := func(v float64) uint32 { return uint32(min(max(v, 0), 255) + 0.5) }
-	return c(1.164*yy+1.596*cr)<<16 | c(1.164*yy-0.392*cb-0.813*cr)<<8 | c(1.164*yy+2.017*cb)
 }
 
 // pingSamples is how many control channel round trips each phase takes.

@@ -3,6 +3,7 @@
 package vp8test
 
 import (
+	"image"
 	"testing"
 
 	"github.com/trycua/cua-spacesd/internal/testenv"
@@ -17,4 +18,14 @@ func Require(t testing.TB) {
 	if !vp8.Available {
 		testenv.Missing(t, "this test binary has no VP8 encoder (%s)", vp8.Limitation)
 	}
+}
+
+// RGBAt is a decoded frame's pixel (x, y) as 0xRRGGBB: BT.601, limited
+// range, as the encoder converts (media/yuv).
+func RGBAt(img *image.YCbCr, x, y int) uint32 {
+	yy := float64(img.Y[img.YOffset(x, y)]) - 16
+	cb := float64(img.Cb[img.COffset(x, y)]) - 128
+	cr := float64(img.Cr[img.COffset(x, y)]) - 128
+	c := func(v float64) uint32 { return uint32(min(max(v, 0), 255) + 0.5) }
+	return c(1.164*yy+1.596*cr)<<16 | c(1.164*yy-0.392*cb-0.813*cr)<<8 | c(1.164*yy+2.017*cb)
 }
