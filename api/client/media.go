@@ -82,3 +82,14 @@ func (c *Client) StreamICE(ctx context.Context, ticket string) (api.StreamICE, e
 	}
 	return ice, nil
 }
+
+// StreamSessions lists the Space's live viewers (GET
+// api.PathStreamSessions, the token only), each with its target and,
+// once connected, its media's path (api.MediaDirect or api.MediaTURN).
+func (c *Client) StreamSessions(ctx context.Context) ([]api.StreamSession, error) {
+	var s api.StreamSessions
+	if err := c.JSON(ctx, http.MethodGet, api.PathStreamSessions, nil, nil, &s); err != nil {
+		return nil, err
+	}
+	return s.Sessions, nil
+}
