@@ -93,3 +93,19 @@ func (c *Client) StreamSessions(ctx context.Context) ([]api.StreamSession, error
 	}
 	return s.Sessions, nil
 }
+
+// StreamViewers are the live viewers of one target (windowID 0: the
+// screen), as StreamEndpoint.Viewers holds them.
+func (c *Client) StreamViewers(ctx context.Context, windowID uint32) ([]api.StreamSession, error) {
+	all, err := c.StreamSessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []api.StreamSession
+	for _, s := range all {
+		if s.Target == api.StreamTarget(windowID) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}

@@ -52,6 +52,24 @@ func TestStreamTools(t *testing.T) {
 		t.Fatalf("keyframe %dx%d", f.Width, f.Height)
 	}
 
+	// The live viewer is in the next answer, with the path its media
+	// took (direct: the daemon's own port), and in its text.
+	if len(ep.Viewers) != 0 {
+		t.Fatalf("viewers before any: %+v", ep.Viewers)
+	}
+	var again api.StreamEndpoint
+	var againText string
+	desktoptest.Eventually(t, "stream_endpoint lists the live viewer with its path", func() bool {
+		res := call(t, cs, "stream_endpoint", map[string]any{"space": "s1"})
+		structured(t, res, &again)
+		againText = text(res)
+		return len(again.Viewers) == 1 && again.Viewers[0].Path != nil
+	})
+	if v := again.Viewers[0]; !strings.HasSuffix(res.Location, "/"+v.ID) || v.Target != api.TargetScreen || !v.ByTicket || !v.Connected ||
+		v.Path.Media != api.MediaDirect || !strings.Contains(againText, "viewers: 1 live: "+v.ID[:8]+" by ticket: direct") {
+		t.Fatalf("stream_endpoint's viewers %+v (path %+v), text %q", again.Viewers, v.Path, againText)
+	}
+
 	// A smaller stream: the frame size is the scaled one, and the offer
 	// URL asks for it.
 	var small api.StreamEndpoint
@@ -97,6 +115,13 @@ func TestStreamTools(t *testing.T) {
 	case <-time.After(desktoptest.EventTimeout):
 		t.Fatal("the view-only ticket's input channel stayed open")
 	}
+	// The window's answer lists the window's viewer only, not the
+	// screen's two.
+	desktoptest.Eventually(t, "stream_space_window lists the window's viewer", func() bool {
+		var w api.StreamEndpoint
+		structured(t, call(t, cs, "stream_space_window", map[string]any{"space": "s1", "title": title}), &w)
+		return len(w.Viewers) == 1 && w.Viewers[0].Target == api.StreamTarget(win.WindowID) && w.Viewers[0].WindowID == win.WindowID && w.Viewers[0].ViewOnly
+	})
 	if r := call(t, cs, "stream_space_window", map[string]any{"space": "s1", "title": "no-such-window-title"}); errKind(t, r) != string(api.KindNotFound) {
 		t.Fatalf("a title nothing has: %s", text(r))
 	}
