@@ -2,8 +2,11 @@ package mcp_test
 
 import (
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,5 +179,51 @@ func TestStreamToolsOnRelaySpace(t *testing.T) {
 	})
 	if win.Route != api.RouteRelay || !strings.HasPrefix(win.OfferURL, base+"/v1/stream/windows/") || !strings.HasPrefix(win.ViewerURL, base+api.PathViewer+"#") {
 		t.Fatalf("stream_space_window on relay:box answered %+v", win)
+	}
+}
+
+// TestStreamToolsOlderDaemon: a daemon that cannot list its viewers (an
+// older one, whose GET /v1/stream/sessions is 404; here a proxy in front
+// of a real daemon answers so) still answers stream_endpoint, with no
+// viewers, while a viewer is live.
+func TestStreamToolsOlderDaemon(t *testing.T) {
+	vp8test.Require(t)
+	display := desktoptest.Start(t, desktoptest.Options{Size: "320x240"})
+	e := newEnvWith(t, envOptions{daemon: spacesdtest.Options{Display: display}})
+	cs := e.client(t, nil)
+	target, _ := url.Parse(e.daemon.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var refused atomic.Int64
+	older := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == api.PathStreamSessions {
+			refused.Add(1)
+			http.NotFound(w, r)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(older.Close)
+	if r := call(t, cs, "add_space", map[string]any{"url": older.URL, "token": e.daemon.Token, "name": "old"}); r.IsError {
+		t.Fatalf("add_space: %s", text(r))
+	}
+	tk, err := e.daemon.Client.StreamTicket(t.Context(), api.TicketRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := rtctest.New(t, rtctest.Options{})
+	res, err := rtctest.Post(t.Context(), e.daemon.URL+tk.OfferPath, tk.Ticket, rc.Offer)
+	if err != nil || res.Status != http.StatusCreated {
+		t.Fatalf("offer: %+v, %v", res, err)
+	}
+	rc.Accept(t, res.Answer)
+	rc.NextFrame(t, true, desktoptest.EventTimeout)
+	r := call(t, cs, "stream_endpoint", map[string]any{"space": "old"})
+	var ep api.StreamEndpoint
+	structured(t, r, &ep)
+	if r.IsError || ep.Ticket == "" || len(ep.Viewers) != 0 || refused.Load() == 0 || !strings.Contains(text(r), "viewers: none live") {
+		t.Fatalf("stream_endpoint on a daemon that cannot list its viewers (asked %d times): %+v, %s", refused.Load(), ep, text(r))
+	}
+	if vs, err := e.daemon.Client.StreamSessions(t.Context()); err != nil || len(vs) != 1 {
+		t.Fatalf("the daemon itself lists %+v, %v: want the live viewer", vs, err)
 	}
 }
