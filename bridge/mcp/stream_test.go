@@ -164,7 +164,16 @@ func TestStreamToolsOnRelaySpace(t *testing.T) {
 	rc := rtctest.New(t, rtctest.Options{})
 	if offer, err := rtctest.Post(t.Context(), e.daemon.URL+api.PathStreamScreen, ep.Ticket, rc.Offer); err != nil || offer.Status != http.StatusCreated {
 		t.Fatalf("the ticket's offer at the Space: %+v, %v", offer, err)
+	} else {
+		rc.Accept(t, offer.Answer)
 	}
+	// The owner's listing reaches the Space through the relay: the live
+	// viewer is in the next answer, with its path once connected.
+	desktoptest.Eventually(t, "stream_endpoint on relay:box lists the live viewer", func() bool {
+		var again api.StreamEndpoint
+		structured(t, call(t, cs, "stream_endpoint", map[string]any{"space": "relay:box"}), &again)
+		return len(again.Viewers) == 1 && again.Viewers[0].Path != nil && again.Viewers[0].Path.Media == api.MediaDirect
+	})
 
 	title := desktoptest.RandomWord(t)
 	desktoptest.NewXClient(t, display, title, 120, 80, []desktoptest.Fill{{W: 120, H: 80, RGB: 0x0000ff}})
