@@ -18,6 +18,9 @@ const (
 	PathStreamScreen  = "/v1/stream/screen"
 	PathStreamWindow  = "/v1/stream/windows/{id}"
 	PathStreamSession = "/v1/stream/sessions/{id}"
+	// PathStreamSessions lists the live viewers (StreamSessions), to the
+	// token only: a ticket learns nothing of other viewers.
+	PathStreamSessions = "/v1/stream/sessions"
 	// PathStreamICE answers the ICE servers (StreamICE) a viewer's peer
 	// connection should use, to the token or a stream ticket: none on a
 	// Space reached on its own port; through cua-relay, the relay adds
@@ -539,4 +542,9 @@ type StreamEndpoint struct {
 	// ICEURL is where a WHEP client gets the ICE servers to use
 	// (GET with the ticket as its bearer; PathStreamICE).
 	ICEURL string `json:"ice_url"`
+	// Viewers are the live viewers of the same target when the endpoint
+	// was made, each with its media's path once connected: what an agent
+	// reads to learn whether the streams went direct or through TURN.
+	// Empty when none, or when the daemon cannot list them (an older one).
+	Viewers []StreamSession `json:"viewers,omitempty"`
 }

@@ -82,3 +82,30 @@ func (c *Client) StreamICE(ctx context.Context, ticket string) (api.StreamICE, e
 	}
 	return ice, nil
 }
+
+// StreamSessions lists the Space's live viewers (GET
+// api.PathStreamSessions, the token only), each with its target and,
+// once connected, its media's path (api.MediaDirect or api.MediaTURN).
+func (c *Client) StreamSessions(ctx context.Context) ([]api.StreamSession, error) {
+	var s api.StreamSessions
+	if err := c.JSON(ctx, http.MethodGet, api.PathStreamSessions, nil, nil, &s); err != nil {
+		return nil, err
+	}
+	return s.Sessions, nil
+}
+
+// StreamViewers are the live viewers of one target (windowID 0: the
+// screen), as StreamEndpoint.Viewers holds them.
+func (c *Client) StreamViewers(ctx context.Context, windowID uint32) ([]api.StreamSession, error) {
+	all, err := c.StreamSessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []api.StreamSession
+	for _, s := range all {
+		if s.Target == api.StreamTarget(windowID) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}

@@ -10,6 +10,9 @@ import (
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/api/client"
+	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
+	"github.com/trycua/cua-spacesd/media/rtc/rtctest"
+	"github.com/trycua/cua-spacesd/media/vp8/vp8test"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
 )
 
@@ -80,4 +83,50 @@ func TestStreamEndpointUnderRelayPrefix(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %s", page, resp.Status)
 	}
+}
+
+// StreamSessions lists a live viewer (a real pion peer on the token)
+// with its target and, once connected, its path: direct on the Space's
+// own port. A client whose bearer is a ticket cannot list. The viewer
+// deleted, it is gone.
+func TestStreamSessions(t *testing.T) {
+	vp8test.Require(t)
+	_, d := spacesdtest.StartDesktop(t, "320x240", api.FeatureDesktopStream)
+	ctx := t.Context()
+	if ss, err := d.Client.StreamSessions(ctx); err != nil || len(ss) != 0 {
+		t.Fatalf("no viewer yet: %+v, %v", ss, err)
+	}
+	tk, err := d.Client.StreamTicket(ctx, api.TicketRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rtctest.New(t, rtctest.Options{})
+	res, err := rtctest.Post(ctx, d.URL+api.PathStreamScreen, tk.Ticket, r.Offer)
+	if err != nil || res.Status != http.StatusCreated {
+		t.Fatalf("offer: %+v, %v", res, err)
+	}
+	r.Accept(t, res.Answer)
+	r.NextFrame(t, true, desktoptest.EventTimeout)
+	var ss []api.StreamSession
+	desktoptest.Eventually(t, "the viewer listed, connected", func() bool {
+		ss, err = d.Client.StreamSessions(ctx)
+		return err == nil && len(ss) == 1 && ss[0].Connected
+	})
+	if s := ss[0]; !strings.HasSuffix(res.Location, "/"+s.ID) || s.Target != api.TargetScreen || !s.ByTicket || s.Path == nil || s.Path.Media != api.MediaDirect {
+		t.Fatalf("listed %+v (path %+v), want the ticket's screen viewer of %s, direct", s, s.Path, res.Location)
+	}
+	withTicket, err := client.New(d.URL, tk.Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := withTicket.StreamSessions(ctx); api.KindOf(err) != api.KindUnauthenticated {
+		t.Fatalf("StreamSessions with a ticket: %v, want unauthenticated", err)
+	}
+	if st, err := rtctest.Delete(ctx, d.URL, res.Location, d.Token); err != nil || st != http.StatusNoContent {
+		t.Fatalf("DELETE: %d %v", st, err)
+	}
+	desktoptest.Eventually(t, "the deleted viewer is gone", func() bool {
+		ss, err = d.Client.StreamSessions(ctx)
+		return err == nil && len(ss) == 0
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/bridge/tools"
 )
 
 const viewUsage = "view SPACE [--window ID] [--view-only] [--ttl SECONDS] [--max-width PX] [--max-height PX] [--open]"
@@ -64,6 +65,11 @@ func (env Env) runView(ctx context.Context, args []string) int {
 		fmt.Fprintln(env.Stderr, "route: through the relay (the page and the offer over its HTTPS; the media direct when ICE finds a way, else through its TURN server)")
 	} else {
 		fmt.Fprintln(env.Stderr, "route: direct, to the Space's own address")
+	}
+	// The target's live viewers and their paths, when the daemon lists
+	// them (an older one does not: nothing is printed).
+	if vs, err := c.StreamViewers(ctx, ep.WindowID); err == nil {
+		fmt.Fprintln(env.Stderr, tools.ViewersText(vs))
 	}
 	if *open {
 		name, err := openURL(ctx, env.getenv, env.Stderr, ep.ViewerURL)

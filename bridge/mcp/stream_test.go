@@ -2,8 +2,11 @@ package mcp_test
 
 import (
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,6 +55,24 @@ func TestStreamTools(t *testing.T) {
 		t.Fatalf("keyframe %dx%d", f.Width, f.Height)
 	}
 
+	// The live viewer is in the next answer, with the path its media
+	// took (direct: the daemon's own port), and in its text.
+	if len(ep.Viewers) != 0 {
+		t.Fatalf("viewers before any: %+v", ep.Viewers)
+	}
+	var again api.StreamEndpoint
+	var againText string
+	desktoptest.Eventually(t, "stream_endpoint lists the live viewer with its path", func() bool {
+		res := call(t, cs, "stream_endpoint", map[string]any{"space": "s1"})
+		structured(t, res, &again)
+		againText = text(res)
+		return len(again.Viewers) == 1 && again.Viewers[0].Path != nil
+	})
+	if v := again.Viewers[0]; !strings.HasSuffix(res.Location, "/"+v.ID) || v.Target != api.TargetScreen || !v.ByTicket || !v.Connected ||
+		v.Path.Media != api.MediaDirect || !strings.Contains(againText, "viewers: 1 live: "+v.ID[:8]+" by ticket: direct") {
+		t.Fatalf("stream_endpoint's viewers %+v (path %+v), text %q", again.Viewers, v.Path, againText)
+	}
+
 	// A smaller stream: the frame size is the scaled one, and the offer
 	// URL asks for it.
 	var small api.StreamEndpoint
@@ -97,6 +118,13 @@ func TestStreamTools(t *testing.T) {
 	case <-time.After(desktoptest.EventTimeout):
 		t.Fatal("the view-only ticket's input channel stayed open")
 	}
+	// The window's answer lists the window's viewer only, not the
+	// screen's two.
+	desktoptest.Eventually(t, "stream_space_window lists the window's viewer", func() bool {
+		var w api.StreamEndpoint
+		structured(t, call(t, cs, "stream_space_window", map[string]any{"space": "s1", "title": title}), &w)
+		return len(w.Viewers) == 1 && w.Viewers[0].Target == api.StreamTarget(win.WindowID) && w.Viewers[0].WindowID == win.WindowID && w.Viewers[0].ViewOnly
+	})
 	if r := call(t, cs, "stream_space_window", map[string]any{"space": "s1", "title": "no-such-window-title"}); errKind(t, r) != string(api.KindNotFound) {
 		t.Fatalf("a title nothing has: %s", text(r))
 	}
@@ -136,7 +164,16 @@ func TestStreamToolsOnRelaySpace(t *testing.T) {
 	rc := rtctest.New(t, rtctest.Options{})
 	if offer, err := rtctest.Post(t.Context(), e.daemon.URL+api.PathStreamScreen, ep.Ticket, rc.Offer); err != nil || offer.Status != http.StatusCreated {
 		t.Fatalf("the ticket's offer at the Space: %+v, %v", offer, err)
+	} else {
+		rc.Accept(t, offer.Answer)
 	}
+	// The owner's listing reaches the Space through the relay: the live
+	// viewer is in the next answer, with its path once connected.
+	desktoptest.Eventually(t, "stream_endpoint on relay:box lists the live viewer", func() bool {
+		var again api.StreamEndpoint
+		structured(t, call(t, cs, "stream_endpoint", map[string]any{"space": "relay:box"}), &again)
+		return len(again.Viewers) == 1 && again.Viewers[0].Path != nil && again.Viewers[0].Path.Media == api.MediaDirect
+	})
 
 	title := desktoptest.RandomWord(t)
 	desktoptest.NewXClient(t, display, title, 120, 80, []desktoptest.Fill{{W: 120, H: 80, RGB: 0x0000ff}})
@@ -151,5 +188,51 @@ func TestStreamToolsOnRelaySpace(t *testing.T) {
 	})
 	if win.Route != api.RouteRelay || !strings.HasPrefix(win.OfferURL, base+"/v1/stream/windows/") || !strings.HasPrefix(win.ViewerURL, base+api.PathViewer+"#") {
 		t.Fatalf("stream_space_window on relay:box answered %+v", win)
+	}
+}
+
+// TestStreamToolsOlderDaemon: a daemon that cannot list its viewers (an
+// older one, whose GET /v1/stream/sessions is 404; here a proxy in front
+// of a real daemon answers so) still answers stream_endpoint, with no
+// viewers, while a viewer is live.
+func TestStreamToolsOlderDaemon(t *testing.T) {
+	vp8test.Require(t)
+	display := desktoptest.Start(t, desktoptest.Options{Size: "320x240"})
+	e := newEnvWith(t, envOptions{daemon: spacesdtest.Options{Display: display}})
+	cs := e.client(t, nil)
+	target, _ := url.Parse(e.daemon.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var refused atomic.Int64
+	older := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == api.PathStreamSessions {
+			refused.Add(1)
+			http.NotFound(w, r)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(older.Close)
+	if r := call(t, cs, "add_space", map[string]any{"url": older.URL, "token": e.daemon.Token, "name": "old"}); r.IsError {
+		t.Fatalf("add_space: %s", text(r))
+	}
+	tk, err := e.daemon.Client.StreamTicket(t.Context(), api.TicketRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := rtctest.New(t, rtctest.Options{})
+	res, err := rtctest.Post(t.Context(), e.daemon.URL+tk.OfferPath, tk.Ticket, rc.Offer)
+	if err != nil || res.Status != http.StatusCreated {
+		t.Fatalf("offer: %+v, %v", res, err)
+	}
+	rc.Accept(t, res.Answer)
+	rc.NextFrame(t, true, desktoptest.EventTimeout)
+	r := call(t, cs, "stream_endpoint", map[string]any{"space": "old"})
+	var ep api.StreamEndpoint
+	structured(t, r, &ep)
+	if r.IsError || ep.Ticket == "" || len(ep.Viewers) != 0 || refused.Load() == 0 || !strings.Contains(text(r), "viewers: none live") {
+		t.Fatalf("stream_endpoint on a daemon that cannot list its viewers (asked %d times): %+v, %s", refused.Load(), ep, text(r))
+	}
+	if vs, err := e.daemon.Client.StreamSessions(t.Context()); err != nil || len(vs) != 1 {
+		t.Fatalf("the daemon itself lists %+v, %v: want the live viewer", vs, err)
 	}
 }

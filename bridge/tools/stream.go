@@ -40,12 +40,15 @@ func streamProps(extra map[string]*jsonschema.Schema) map[string]*jsonschema.Sch
 	return props
 }
 
-const streamResult = "{viewer_url, offer_url, ticket, ticket_expires_at, codec, frame_size: {width, height}, window_id?, view_only, route, ice_url}"
+const streamResult = "{viewer_url, offer_url, ticket, ticket_expires_at, codec, frame_size: {width, height}, window_id?, view_only, route, ice_url, " +
+	"viewers?: [{id, target, window_id?, view_only, by_ticket, connected, path?: {media, local, remote, protocol}, started_at}]}"
 
 // streamHow is what both stream tools say of the answer's links and route.
 const streamHow = " On a relay:<computer> (route \"relay\") the links go through the relay's HTTPS and open from any network; " +
 	"the media goes direct when ICE finds a way, else through the relay's TURN. Route \"direct\" is the Space's own address. " +
-	"The links carry the ticket, never a token; a WHEP client of its own first GETs ice_url with the ticket as its bearer for the ICE servers."
+	"The links carry the ticket, never a token; a WHEP client of its own first GETs ice_url with the ticket as its bearer for the ICE servers. " +
+	"viewers are the target's live viewers when the answer was made, each with the path its media took once connected " +
+	"(path.media \"direct\", or \"turn\" through the relay's TURN server): call again to see a new viewer's path."
 
 func streamEndpointTool() *spacetools.Tool {
 	return &spacetools.Tool{
@@ -150,6 +153,12 @@ func endpoint(ctx context.Context, c *client.Client, a streamArgs) (*mcpserve.Re
 	if err != nil {
 		return nil, err
 	}
+	// The viewers are a look at the streams already open, not the
+	// answer's point: a daemon that cannot list them (an older one, 404)
+	// leaves them out.
+	if vs, err := c.StreamViewers(ctx, ep.WindowID); err == nil {
+		ep.Viewers = vs
+	}
 	what := "the screen"
 	if ep.WindowID != 0 {
 		what = fmt.Sprintf("window %d", ep.WindowID)
@@ -161,7 +170,29 @@ func endpoint(ctx context.Context, c *client.Client, a streamArgs) (*mcpserve.Re
 	text := fmt.Sprintf("stream of %s (%dx%d, %s, %s); open %s\nroute: %s\nWHEP offer URL: %s (Authorization: Bearer <ticket>)\nICE servers: GET %s (Authorization: Bearer <ticket>)\nticket expires %s",
 		what, ep.FrameSize.Width, ep.FrameSize.Height, ep.Codec, mode, ep.ViewerURL, routeText(ep.Route), ep.OfferURL, ep.ICEURL,
 		ep.TicketExpiresAt.Format("15:04:05 MST"))
+	text += "\n" + ViewersText(ep.Viewers)
 	return &mcpserve.Result{Text: text, Structured: ep}, nil
+}
+
+// ViewersText says a target's live viewers and their media's paths to a
+// person, on one line.
+func ViewersText(vs []api.StreamSession) string {
+	if len(vs) == 0 {
+		return "viewers: none live"
+	}
+	parts := make([]string, 0, len(vs))
+	for _, v := range vs {
+		how := "connecting"
+		if v.Path != nil {
+			how = fmt.Sprintf("%s (%s %s to %s)", v.Path.Media, v.Path.Protocol, v.Path.Local, v.Path.Remote)
+		}
+		who := "token"
+		if v.ByTicket {
+			who = "ticket"
+		}
+		parts = append(parts, fmt.Sprintf("%s by %s: %s", v.ID[:min(8, len(v.ID))], who, how))
+	}
+	return fmt.Sprintf("viewers: %d live: %s", len(vs), strings.Join(parts, "; "))
 }
 
 // routeText says a StreamEndpoint's route to a person.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
@@ -71,6 +72,7 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32)
 		ticketID = caller.Ticket.ID
 	}
 	id := newSessionID()
+	sess := &session{target: target, ticket: ticketID, windowID: windowID, viewOnly: viewOnly, started: time.Now()}
 	// The viewer outlives this request: its context hangs off the
 	// service's, and ends when the token it came with is rotated.
 	ctx, end := s.host.Session(s.base, caller.Generation)
@@ -83,6 +85,7 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32)
 		ViewOnly: viewOnly, MaxFPS: so.MaxFPS, MaxWidth: so.MaxWidth, MaxHeight: so.MaxHeight, Input: input,
 		Control: s.control(windowID, caller.Ticket), ConnectTimeout: s.connectTimeout,
 		ICEServers: ice.ICEServers, RelayOnly: so.ICE == api.ICERelay, TURNTLS: ice.tls,
+		OnPath: func(p api.StreamPath) { sess.path.Store(&p) },
 		OnClose: func(cause error) {
 			s.mu.Lock()
 			delete(s.sessions, id)
@@ -107,7 +110,8 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32)
 	select {
 	case <-v.Done(): // ended already (OnClose ran)
 	default:
-		s.sessions[id] = session{viewer: v, target: target, ticket: ticketID}
+		sess.viewer = v
+		s.sessions[id] = sess
 	}
 	s.mu.Unlock()
 	w.Header().Set("Location", strings.Replace(api.PathStreamSession, "{id}", id, 1))

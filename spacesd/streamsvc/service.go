@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
@@ -92,7 +93,7 @@ type Service struct {
 	connectTimeout time.Duration
 
 	mu       sync.Mutex
-	sessions map[string]session
+	sessions map[string]*session
 	// ticketViewers counts the viewers opened (or opening) with a
 	// ticket, perTicket the same by ticket ID (see admit).
 	ticketViewers int
@@ -104,7 +105,14 @@ type session struct {
 	target string
 	// ticket is the ID of the ticket that opened the session ("": the
 	// token): only it (or a renewal of it) or the token ends the session.
-	ticket string
+	ticket   string
+	windowID uint32
+	viewOnly bool
+	started  time.Time
+	// path is the media's latest path (rtc.ViewerOptions.OnPath), nil
+	// until connected. Set from pion's callbacks, which may run before the
+	// session is in the map: an atomic of its own, not s.mu.
+	path atomic.Pointer[api.StreamPath]
 }
 
 // New returns the stream service over d (which the desktop service owns).
@@ -112,7 +120,7 @@ type session struct {
 // leaves the daemon running with both features unsupported, saying why.
 func New(d *desktop.Desktop, o Options) server.NewService {
 	return func(h server.Host) (server.Service, error) {
-		s := &Service{host: h, d: d, log: h.Log.With("service", "stream"), sessions: map[string]session{},
+		s := &Service{host: h, d: d, log: h.Log.With("service", "stream"), sessions: map[string]*session{},
 			perTicket: map[string]int{}, captures: h.Metrics.Counter(MetricCaptures), page: viewer.New(),
 			connectTimeout: cmp.Or(o.ConnectTimeout, api.StreamConnectTimeout)}
 		s.base, s.stop = context.WithCancel(context.Background())
@@ -208,6 +216,7 @@ func (s *Service) Routes() []server.Route {
 			Ticket: server.TicketScopeStream, Handler: s.offerScreen},
 		{Method: http.MethodPost, Path: api.PathStreamWindow, Feature: api.FeatureWindowStream, Body: api.ContentTypeSDP,
 			Ticket: server.TicketScopeStream, Handler: s.offerWindow},
+		{Method: http.MethodGet, Path: api.PathStreamSessions, Handler: s.listSessions},
 		{Method: http.MethodDelete, Path: api.PathStreamSession, Ticket: server.TicketScopeStream, Handler: s.deleteSession},
 		{Method: http.MethodGet, Path: api.PathStreamICE, Ticket: server.TicketScopeStream, Handler: s.iceServers},
 		s.viewerRoute(),

@@ -1,7 +1,10 @@
 package streamsvc
 
 import (
+	"cmp"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/spacesd/httpapi"
@@ -27,4 +30,23 @@ func (s *Service) deleteSession(w http.ResponseWriter, r *http.Request) {
 	}
 	sess.viewer.Close()
 	httpapi.Answer(w, httpapi.NoContent{}, nil)
+}
+
+// listSessions answers GET /v1/stream/sessions: every live viewer, its
+// target and its media's path (the owner's view of who watches, and how
+// the media travels). The token only (no ticket scope): a ticket must not
+// learn of other viewers. Ticket IDs are never listed.
+func (s *Service) listSessions(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	out := make([]api.StreamSession, 0, len(s.sessions))
+	for id, sess := range s.sessions {
+		p := sess.path.Load()
+		out = append(out, api.StreamSession{ID: id, Target: api.StreamTarget(sess.windowID), WindowID: sess.windowID,
+			ViewOnly: sess.viewOnly, ByTicket: sess.ticket != "", Connected: p != nil, Path: p, StartedAt: sess.started})
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b api.StreamSession) int {
+		return cmp.Or(a.StartedAt.Compare(b.StartedAt), strings.Compare(a.ID, b.ID))
+	})
+	httpapi.WriteJSON(w, http.StatusOK, api.StreamSessions{Sessions: out})
 }

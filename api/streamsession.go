@@ -1,0 +1,48 @@
+package api
+
+import (
+	"strconv"
+	"time"
+)
+
+// StreamSessions is the answer of GET PathStreamSessions: every live
+// viewer of the Space (never null), oldest first.
+type StreamSessions struct {
+	Sessions []StreamSession `json:"sessions"`
+}
+
+// The target of a StreamSession: TargetScreen, or TargetWindowPrefix and
+// the window's id.
+const (
+	TargetScreen       = "screen"
+	TargetWindowPrefix = "window:"
+)
+
+// StreamTarget names the target of a stream of windowID (0: the screen)
+// as StreamSession.Target does.
+func StreamTarget(windowID uint32) string {
+	if windowID == 0 {
+		return TargetScreen
+	}
+	return TargetWindowPrefix + strconv.FormatUint(uint64(windowID), 10)
+}
+
+// StreamSession is one live viewer: its session (the id of its Location,
+// which a DELETE ends), its target, and the path its media took. The
+// ticket that opened it is never named.
+type StreamSession struct {
+	ID string `json:"id"`
+	// Target is TargetScreen or "window:<id>" (StreamTarget).
+	Target   string `json:"target"`
+	WindowID uint32 `json:"window_id,omitempty"`
+	ViewOnly bool   `json:"view_only"`
+	// ByTicket: the viewer came with a stream ticket (else the token).
+	ByTicket bool `json:"by_ticket"`
+	// Connected: its ICE and DTLS connected, and Path is known; a viewer
+	// not connected yet is ended after StreamConnectTimeout.
+	Connected bool `json:"connected"`
+	// Path is the media's latest path (MediaDirect or MediaTURN, with the
+	// candidate pair), as the viewer's "path" control message says it.
+	Path      *StreamPath `json:"path,omitempty"`
+	StartedAt time.Time   `json:"started_at"`
+}
