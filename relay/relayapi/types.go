@@ -5,6 +5,8 @@
 // the daemon's (package api), under PrefixComputer.
 package relayapi
 
+import "github.com/trycua/cua-spacesd/relay/protocol"
+
 // Routes of the relay's HTTPS listener.
 const (
 	// PathHealth names the relay without auth: {"relay": "cua-relay", ...}.
@@ -108,6 +110,9 @@ type Computer struct {
 	SinceMS       int64  `json:"since_ms,omitempty"`
 	Node          string `json:"node,omitempty"`
 	DaemonVersion string `json:"daemon_version,omitempty"`
+	// Role is the caller's on it in GET /v1/computers: owner, or the
+	// role of a share (viewer, editor) for a computer shared with them.
+	Role protocol.Role `json:"role,omitempty"`
 }
 
 // ComputerList answers GET /v1/computers and GET /admin/computers.
