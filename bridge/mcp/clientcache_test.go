@@ -70,24 +70,18 @@ func TestTLSSpaceOneHandshake(t *testing.T) {
 		t.Fatalf("add_space and %d calls on a TLS Space opened %d connections, want 1", calls, n)
 	}
 	// call_tool goes over an MCP session with the daemon, on the same
-	// client. Its setup may open one more connection: the SDK still reads
-	// the answer to initialize when it posts notifications/initialized.
-	hop := func() {
-		t.Helper()
+	// client. Its setup may open one more connection (the SDK still reads
+	// the answer to initialize when it posts notifications/initialized),
+	// whenever it gets to it: a count taken right after the first call
+	// raced it. So the whole session may cost at most 2 handshakes, and
+	// the calls none: one per call would make calls+1 more.
+	for range calls + 1 {
 		if r := call(t, cs, "call_tool", map[string]any{"space": "tls", "tool": "space_bash", "arguments": map[string]any{"command": "echo hop"}}); r.IsError || !strings.Contains(text(r), "hop") {
 			t.Fatalf("call_tool: %s", text(r))
 		}
 	}
-	hop()
-	setup := s.hellos.Load()
-	if setup > 2 {
-		t.Fatalf("the first call_tool made %d TLS handshakes", setup-1)
-	}
-	for range calls {
-		hop()
-	}
-	if n := s.hellos.Load(); n != setup {
-		t.Fatalf("%d call_tool calls on the session made %d more TLS handshakes, want none", calls, n-setup)
+	if n := s.hellos.Load(); n > 3 {
+		t.Fatalf("%d call_tool calls on one MCP session made %d TLS handshakes after the first, want at most 2 (the session's setup)", calls+1, n-1)
 	}
 }
 
