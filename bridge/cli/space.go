@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
-	"github.com/trycua/cua-spacesd/relay/protocol"
 	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/bridge/registry"
+	"github.com/trycua/cua-spacesd/relay/protocol"
 )
 
 // probeTimeout bounds how long "space add" and "space ls" wait for one
