@@ -132,7 +132,11 @@ var cliHints = map[api.Kind]string{
 // returns code.
 func (env Env) fail(code int, err error) int {
 	e := api.AsError(err)
-	fmt.Fprintf(env.Stderr, "cua-bridge: %s: %s\n", e.Kind, e.Error())
+	kind := string(e.Kind)
+	if e.Reason != "" {
+		kind += " (" + e.Reason + ")"
+	}
+	fmt.Fprintf(env.Stderr, "cua-bridge: %s: %s\n", kind, e.Error())
 	hint := e.Hint
 	// A hint that names the relay login is the next step already.
 	if h, ok := cliHints[e.Kind]; ok && (e.Kind != api.KindNotFound || strings.Contains(strings.ToLower(e.Message), "space")) && !strings.Contains(e.Hint, "relay login") {
