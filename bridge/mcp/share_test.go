@@ -156,7 +156,9 @@ func TestShareSpace(t *testing.T) {
 		t.Fatalf("space_shares of a Space off the relay: %+v", got)
 	}
 
-	// A Space the owner registered stays on the relay.
+	// A Space the owner registered stays on the relay: one registered
+	// under another name, and one attached by a share that the owner then
+	// registered on purpose.
 	if res := call(t, cs, "relay_register_space", map[string]any{"space": "front", "name": "desk"}); res.IsError {
 		t.Fatalf("register: %s", text(res))
 	}
@@ -167,6 +169,19 @@ func TestShareSpace(t *testing.T) {
 	structured(t, call(t, cs, "unshare_space", map[string]any{"space": "front"}), &got)
 	if got.Machine != "desk" || len(got.Shares) != 0 || !r.Exists("desk") || !r.Online("desk") {
 		t.Fatalf("unshare everyone of a registered Space: %+v, exists %v", got, r.Exists("desk"))
+	}
+	if res := call(t, cs, "relay_unregister_space", map[string]any{"space": "front"}); res.IsError || r.Exists("desk") {
+		t.Fatalf("unregister desk: %s", text(res))
+	}
+	if got = share(map[string]any{"space": "front", "who": "bob"}); got.Machine != "front" {
+		t.Fatalf("share attaches again: %+v", got)
+	}
+	if res := call(t, cs, "relay_register_space", map[string]any{"space": "front"}); res.IsError {
+		t.Fatalf("register a shared Space: %s", text(res))
+	}
+	structured(t, call(t, cs, "unshare_space", map[string]any{"space": "front"}), &got)
+	if got.Machine != "front" || !r.Exists("front") || !r.Online("front") {
+		t.Fatalf("unshare everyone of a Space registered after its share: %+v, exists %v", got, r.Exists("front"))
 	}
 
 	// A relay:<computer> is shared directly, and stays when unshared.
