@@ -45,7 +45,9 @@ func TestShareSpace(t *testing.T) {
 		t.Helper()
 		res := call(t, cs, tool, args)
 		errKind(t, res)
-		var s struct{ Error struct{ Kind, Reason, Message string } }
+		var s struct {
+			Error struct{ Kind, Reason, Message string }
+		}
 		structured(t, res, &s)
 		return s.Error.Kind, s.Error.Reason, s.Error.Message
 	}
