@@ -74,6 +74,12 @@ Relay (reach your Spaces from anywhere as relay:<computer>):
                                     publish a Space as your computer NAME (default its name): it
                                     dials out to the relay, and every command takes relay:NAME
   relay unregister SPACE            take a Space (or a relay:<computer>) off the relay
+  share SPACE WHO [--role editor]   share a Space with a user of your team (or team:<id>) as a
+                                    viewer (default) or editor; a Space not on the relay is
+                                    attached first, and invitees open relay:<computer>
+  unshare SPACE [WHO]               stop sharing with WHO, or with everyone (a Space attached
+                                    only for sharing then leaves the relay)
+  shares SPACE [--audit]            who a Space is shared with (--audit: the newest audit lines)
   version                           print the version
 `
 

@@ -1,5 +1,6 @@
 // Package cli is the human command line of cua-bridge: the registry
-// (space add|ls|rm), the relay (relay login|logout|status|register|unregister), commands (exec), background processes (ps, logs), an
+// (space add|ls|rm), the relay (relay login|logout|status|register|unregister), sharing
+// (share, unshare, shares), commands (exec), background processes (ps, logs), an
 // interactive terminal (shell), file copies (cp), the desktop viewer (view)
 // and screenshots (screenshot). It
 // runs on the same registry and spacesd client as the MCP tools.
@@ -36,7 +37,7 @@ const (
 )
 
 // Commands are the subcommands Main serves.
-var Commands = []string{"space", "exec", "ps", "logs", "shell", "cp", "view", "screenshot", "relay"}
+var Commands = []string{"space", "exec", "ps", "logs", "shell", "cp", "view", "screenshot", "relay", "share", "unshare", "shares"}
 
 // Env is what a command reads and writes. Tests build one around a PTY or
 // buffers; Main builds it around the process's own streams.
@@ -103,6 +104,12 @@ func Run(ctx context.Context, env Env, cmd string, args []string) int {
 		return env.runScreenshot(ctx, args)
 	case "relay":
 		return env.runRelay(ctx, args)
+	case "share":
+		return env.runShare(ctx, args)
+	case "unshare":
+		return env.runUnshare(ctx, args)
+	case "shares":
+		return env.runShares(ctx, args)
 	}
 	fmt.Fprintf(env.Stderr, "cua-bridge: unknown command %q (%s)\n", cmd, strings.Join(Commands, ", "))
 	return ExitUsage
@@ -125,7 +132,11 @@ var cliHints = map[api.Kind]string{
 // returns code.
 func (env Env) fail(code int, err error) int {
 	e := api.AsError(err)
-	fmt.Fprintf(env.Stderr, "cua-bridge: %s: %s\n", e.Kind, e.Error())
+	kind := string(e.Kind)
+	if e.Reason != "" {
+		kind += " (" + e.Reason + ")"
+	}
+	fmt.Fprintf(env.Stderr, "cua-bridge: %s: %s\n", kind, e.Error())
 	hint := e.Hint
 	// A hint that names the relay login is the next step already.
 	if h, ok := cliHints[e.Kind]; ok && (e.Kind != api.KindNotFound || strings.Contains(strings.ToLower(e.Message), "space")) && !strings.Contains(e.Hint, "relay login") {

@@ -160,7 +160,7 @@ func (env Env) relayStatus(ctx context.Context, args []string) int {
 
 // relayRow is a relay computer as space ls and relay status show it.
 func relayRow(r registry.RelaySpace) spaceRow {
-	row := spaceRow{Name: r.Entry.Name, URL: r.Entry.URL, Online: r.Computer.Online, Status: "offline", Version: r.Computer.DaemonVersion}
+	row := spaceRow{Name: r.Entry.Name, URL: r.Entry.URL, Online: r.Computer.Online, Status: "offline", Version: r.Computer.DaemonVersion, Role: string(r.Computer.Role)}
 	if r.Computer.Online {
 		row.Status = "online"
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/bridge/registry"
+	"github.com/trycua/cua-spacesd/relay/protocol"
 )
 
 // probeTimeout bounds how long "space add" and "space ls" wait for one
@@ -134,6 +135,9 @@ type spaceRow struct {
 	Status   string   `json:"status"`
 	Version  string   `json:"version,omitempty"`
 	Features []string `json:"features,omitempty"`
+	// Role is the user's on a relay computer: owner, or viewer or editor
+	// for one shared with them.
+	Role string `json:"role,omitempty"`
 }
 
 func (env Env) spaceLs(ctx context.Context, args []string) int {
@@ -224,7 +228,11 @@ func (env Env) spaceLs(ctx context.Context, args []string) int {
 		if v == "" {
 			v = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.URL, online, v)
+		name := r.Name
+		if r.Role != "" && r.Role != string(protocol.RoleOwner) {
+			name += " (shared, " + r.Role + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, r.URL, online, v)
 	}
 	if err := tw.Flush(); err != nil {
 		return env.fail(ExitFailure, api.Errorf(api.KindIO, "write: %w", err))

@@ -58,34 +58,55 @@ type Unregistered struct {
 // is answered as it is; any other state (never attached, detached,
 // restarted without its state, another relay or name) gets a fresh
 // computer token and is attached again.
+//
+// The owner's registration is the owner's own reach, not a share: a mark
+// that the computer was attached because of a share goes, so that
+// unsharing everyone leaves it on the relay.
 func Register(ctx context.Context, reg *registry.Registry, id, name string) (*Registered, error) {
+	r, _, err := register(ctx, reg, id, name)
+	if err != nil {
+		return nil, err
+	}
+	l, err := reg.Relay()
+	if err != nil {
+		return nil, err
+	}
+	if err := reg.ForgetShareAttached(l.URL, r.Machine); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// register is Register without touching the share marks; fresh says the
+// relay held no computer of that name for the user before.
+func register(ctx context.Context, reg *registry.Registry, id, name string) (_ *Registered, fresh bool, _ error) {
 	if strings.HasPrefix(strings.TrimSpace(id), registry.PrefixRelay) {
-		return nil, api.Errorf(api.KindInvalidArgument, "space %q is on the relay already: register a Space by its registered name or direct:<host:port>", id)
+		return nil, false, api.Errorf(api.KindInvalidArgument, "space %q is on the relay already: register a Space by its registered name or direct:<host:port>", id)
 	}
 	relay, login, err := reg.RelayClient()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	c, e, err := reg.Client(id)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if name == "" {
 		name = defaultName(e)
 		if err := protocol.CheckComputerName(name); err != nil {
-			return nil, api.Errorf(api.KindInvalidArgument, "space %s: its name is no computer name (%s)", e.ID(), api.AsError(err).Message).
+			return nil, false, api.Errorf(api.KindInvalidArgument, "space %s: its name is no computer name (%s)", e.ID(), api.AsError(err).Message).
 				WithHint("give the computer a name (name, or --name NAME)")
 		}
 	}
 	if err := protocol.CheckComputerName(name); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := requireRelayAttach(ctx, c); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	st, err := status(ctx, c)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	answer := func(online bool) *Registered {
 		return &Registered{Space: e.ID(), RelaySpace: registry.PrefixRelay + name, Machine: name, URL: relay.ComputerURL(name), Online: online}
@@ -95,20 +116,20 @@ func Register(ctx context.Context, reg *registry.Registry, id, name string) (*Re
 	_, err = relay.Computer(ctx, name)
 	exists := err == nil
 	if err != nil && api.KindOf(err) != api.KindNotFound {
-		return nil, err
+		return nil, false, err
 	}
 	if exists && st.Attached && st.Connected && st.Computer == name && sameRelay(relayKey(ctx, relay), login.URL, st) {
-		return answer(true), nil
+		return answer(true), false, nil
 	}
 	// A new token (for a computer the user holds, the old one stops
 	// working): the Space attaches with it.
 	ct, err := relay.CreateComputer(ctx, name)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	req, err := attachRequest(relay, ct)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	attached, err := c.AttachRelay(ctx, req)
 	if err != nil {
@@ -118,9 +139,9 @@ func Register(ctx context.Context, reg *registry.Registry, id, name string) (*Re
 			_, _ = relay.DeleteComputer(dctx, name)
 			cancel()
 		}
-		return nil, relayAttachError(err)
+		return nil, false, relayAttachError(err)
 	}
-	return answer(attached.Connected), nil
+	return answer(attached.Connected), !exists, nil
 }
 
 // Unregister takes the Space id names off the relay. A registered or
@@ -133,7 +154,11 @@ func Unregister(ctx context.Context, reg *registry.Registry, id string) (*Unregi
 		return nil, err
 	}
 	if computer, ok := strings.CutPrefix(strings.TrimSpace(id), registry.PrefixRelay); ok {
-		return unregisterComputer(ctx, reg, relay, computer)
+		out, err := unregisterComputer(ctx, reg, relay, computer)
+		if err != nil {
+			return nil, err
+		}
+		return out, reg.ForgetShareAttached(login.URL, computer)
 	}
 	c, e, err := reg.Client(id)
 	if err != nil {
@@ -168,7 +193,7 @@ func Unregister(ctx context.Context, reg *registry.Registry, id string) (*Unregi
 		return nil, err
 	}
 	out.Unregistered = out.Unregistered || deleted
-	return out, nil
+	return out, reg.ForgetShareAttached(login.URL, name)
 }
 
 func unregisterComputer(ctx context.Context, reg *registry.Registry, relay *relayapi.Client, computer string) (*Unregistered, error) {

@@ -42,7 +42,8 @@ type Relay struct {
 	mu        sync.Mutex
 	users     map[[32]byte]relayapi.User // by token hash
 	computers map[string]*computer
-	requests  map[string]int // "METHOD /path" of every request
+	requests  map[string]int    // "METHOD /path" of every request
+	teams     map[string]string // user name -> team id
 }
 
 type computer struct {
@@ -51,6 +52,9 @@ type computer struct {
 	// target is the daemon the computer's session reaches, once attached.
 	target      *url.URL
 	targetToken string
+	// shares and audit are the computer's (shares.go).
+	shares []relayapi.Share
+	audit  []relayapi.AuditLine
 }
 
 // Start serves a stand-in relay until the test ends.
@@ -58,7 +62,7 @@ func Start(t testing.TB) *Relay {
 	t.Helper()
 	ca := tlstest.NewCA(t)
 	cert := ca.Issue(t, "127.0.0.1")
-	r := &Relay{users: map[[32]byte]relayapi.User{}, computers: map[string]*computer{}, requests: map[string]int{}}
+	r := &Relay{users: map[[32]byte]relayapi.User{}, computers: map[string]*computer{}, requests: map[string]int{}, teams: map[string]string{}}
 	r.srv = httptest.NewUnstartedServer(http.HandlerFunc(r.serve))
 	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	r.Handshakes = tlstest.CountHandshakes(cfg)
@@ -150,6 +154,8 @@ func (r *Relay) serve(w http.ResponseWriter, req *http.Request) {
 		writeJSON(w, http.StatusOK, relayapi.ComputerList{Computers: r.list(user)})
 	case p == relayapi.PathComputers && req.Method == http.MethodPost:
 		r.create(w, req, user)
+	case strings.HasPrefix(p, relayapi.PathComputers+"/") && strings.HasSuffix(p, "/shares"):
+		r.sharesRoute(w, req, user, strings.TrimSuffix(strings.TrimPrefix(p, relayapi.PathComputers+"/"), "/shares"))
 	case strings.HasPrefix(p, relayapi.PathComputers+"/"):
 		r.one(w, req, user, strings.TrimPrefix(p, relayapi.PathComputers+"/"))
 	case strings.HasPrefix(p, relayapi.PrefixComputer):
@@ -179,8 +185,16 @@ func (r *Relay) list(user relayapi.User) []relayapi.Computer {
 	defer r.mu.Unlock()
 	out := []relayapi.Computer{}
 	for _, c := range r.computers {
-		if c.Owner == user.Name {
-			out = append(out, c.Computer)
+		switch role := r.sharedRole(c, user.Name); {
+		case c.Owner == user.Name:
+			comp := c.Computer
+			comp.Role = protocol.RoleOwner
+			out = append(out, comp)
+		case role != "":
+			// Shared with the user: listed with the share's role.
+			comp := c.Computer
+			comp.Role = role
+			out = append(out, comp)
 		}
 	}
 	return out
@@ -246,6 +260,14 @@ func (r *Relay) proxy(w http.ResponseWriter, req *http.Request, user relayapi.Us
 	name, path, _ := strings.Cut(rest, "/")
 	r.mu.Lock()
 	c := r.mine(user, name)
+	if c == nil {
+		// A computer shared with the user is reached too; the stand-in
+		// does not enforce the role (the Space does, tested with the real
+		// relay in test/relay).
+		if sc := r.computers[name]; sc != nil && r.sharedRole(sc, user.Name) != "" {
+			c = sc
+		}
+	}
 	var target *url.URL
 	var tok string
 	if c != nil && c.Online {

@@ -22,6 +22,9 @@ type SpaceView struct {
 	Online   bool     `json:"online"`
 	Version  string   `json:"version,omitempty"`
 	Features []string `json:"features"`
+	// Role is the user's on a relay:<computer>: owner, or viewer or
+	// editor for a computer shared with them.
+	Role string `json:"role,omitempty"`
 	// Error says why the Space is offline (kind: message).
 	Error string `json:"error,omitempty"`
 }
@@ -80,7 +83,7 @@ func (d *Deps) listRelaySpaces(ctx context.Context) ([]SpaceView, error) {
 	var wg sync.WaitGroup
 	for i, r := range rs {
 		views[i] = SpaceView{Space: r.Entry.Name, Name: r.Computer.Name, URL: r.Entry.URL,
-			Online: r.Computer.Online, Version: r.Computer.DaemonVersion, Features: []string{}}
+			Online: r.Computer.Online, Version: r.Computer.DaemonVersion, Features: []string{}, Role: string(r.Computer.Role)}
 		if !r.Computer.Online {
 			continue
 		}
@@ -223,11 +226,11 @@ func listSpacesTool(d *Deps) *spacetools.Tool {
 		Output:  spacetools.OutputOf[SpaceList](),
 		Description: "List the registered Spaces, each probed live: online, spacesd version and supported features. " +
 			"An offline Space is listed with online=false and the reason. When the bridge is logged in to a relay, " +
-			"the account's computers on it follow as relay:<computer>, online as the relay says; " +
+			"the account's computers on it, and those shared with it (role viewer or editor), follow as relay:<computer>, online as the relay says; " +
 			"a relay that cannot be reached leaves them out and says why in relay_error, and the local Spaces are listed all the same.",
 		Schema: spacetools.Object(nil, map[string]*jsonschema.Schema{}),
 		Errors: []api.Kind{api.KindIO},
-		Result: "{spaces: [{space, name, url, online, version, features, error?}], relay_error?}",
+		Result: "{spaces: [{space, name, url, online, version, features, role? (owner, viewer or editor on a relay:<computer>), error?}], relay_error?}",
 		Run: func(ctx context.Context, c *spacetools.Call) (*mcpserve.Result, error) {
 			entries, err := d.Registry.List()
 			if err != nil {

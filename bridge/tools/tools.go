@@ -85,6 +85,7 @@ func Defs(d *Deps) []*spacetools.Tool {
 		uploadTool(d), downloadTool(d),
 		streamEndpointTool(), streamSpaceWindowTool(),
 		relayRegisterSpaceTool(d), relayUnregisterSpaceTool(d),
+		shareSpaceTool(d), unshareSpaceTool(d), spaceSharesTool(d),
 	)
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })
 	return ts

@@ -28,8 +28,10 @@ type ErrorEnvelope struct {
 // ErrorDetail is the error of an ErrorEnvelope: the kind a caller branches
 // on, the message a person reads, and what the daemon said besides.
 type ErrorDetail struct {
-	Kind       string `json:"kind"`
-	Message    string `json:"message"`
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	// Reason narrows the kind (permission_denied sharing_needs_team).
+	Reason     string `json:"reason,omitempty"`
 	Feature    string `json:"feature,omitempty"`
 	Limitation string `json:"limitation,omitempty"`
 	Hint       string `json:"hint,omitempty"`
@@ -50,7 +52,7 @@ func ErrorResult(err error) *sdk.CallToolResult {
 		IsError: true,
 		Content: []sdk.Content{&sdk.TextContent{Text: "error: " + e.Error()}},
 		StructuredContent: ErrorEnvelope{Error: ErrorDetail{
-			Kind: string(e.Kind), Message: e.Error(), Feature: e.Feature, Limitation: e.Limitation, Hint: e.Hint,
+			Kind: string(e.Kind), Message: e.Error(), Reason: e.Reason, Feature: e.Feature, Limitation: e.Limitation, Hint: e.Hint,
 		}},
 	}
 }

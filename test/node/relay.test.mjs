@@ -83,6 +83,42 @@ describe('relay tools over stdio', { timeout: 120_000 }, () => {
     assert.deepEqual(structured(r), { space: 'relay:desk', unregistered: false });
   });
 
+  it('lists the sharing tools with their arguments', async () => {
+    const { tools } = await client.listTools();
+    const args = (name) => {
+      const t = tools.find((x) => x.name === name);
+      assert.ok(t?.outputSchema, `${name} not listed with an output schema`);
+      return [t.inputSchema.required, Object.keys(t.inputSchema.properties).sort()];
+    };
+    assert.deepEqual(args('share_space'), [['space', 'who'], ['role', 'space', 'who']]);
+    assert.deepEqual(args('unshare_space'), [['space'], ['space', 'who']]);
+    assert.deepEqual(args('space_shares'), [['space'], ['audit', 'space']]);
+  });
+
+  it('shares a Space, passes the refusals through, and unshares it', async () => {
+    let r = await call('share_space', { space: 'front', who: 'bob' });
+    assert.equal(errorKind(r), 'permission_denied', textOf(r));
+    assert.equal(structured(r).error.reason, 'sharing_needs_team');
+    assert.match(textOf(r), /Sharing is for teams\. Start a team to share this Space\./);
+    assert.ok(!relay.computers.has('front'), 'a refused first share left the Space on the relay');
+
+    relay.team = 't1';
+    relay.teammates = ['bob'];
+    r = await call('share_space', { space: 'front', who: 'carol' });
+    assert.equal(structured(r).error?.reason, 'share_outside_team', textOf(r));
+    r = await call('share_space', { space: 'front', who: 'bob', role: 'editor' });
+    assert.ok(!r.isError, describeResult(r));
+    assert.deepEqual(structured(r), {
+      space: 'front', machine: 'front', invitee_space: 'relay:front', url: `${relay.url}/c/front`, online: true,
+      shares: [{ who: 'bob', role: 'editor', connected: false }],
+    });
+    r = await call('space_shares', { space: 'relay:front' });
+    assert.deepEqual(structured(r).shares, [{ who: 'bob', role: 'editor', connected: false }]);
+    r = await call('unshare_space', { space: 'front' });
+    assert.deepEqual(structured(r), { space: 'front', machine: '', invitee_space: '', url: '', online: false, shares: [] });
+    assert.ok(!relay.computers.has('front'), 'unshared from everyone, the Space stayed on the relay');
+  });
+
   it('answers the seed kinds for bad calls', async () => {
     let r = await call('relay_register_space', { space: 'relay:desk' });
     assert.equal(errorKind(r), 'invalid_argument', textOf(r));

@@ -4,7 +4,10 @@
 // relay; the Go tests hold the TLS): the user API (/v1/me, /v1/computers),
 // /c/<computer>/... proxied to the attached daemon with its token, and a
 // front for a daemon that lacks relay_attach, serving /v1/relay and
-// attaching the computer whose token it is handed.
+// attaching the computer whose token it is handed. Its shares routes keep
+// shares in memory; relay.team names alice's team (null: none, and a
+// share is refused with the seed's sharing_needs_team), and only
+// relay.teammates are in it.
 
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
@@ -73,7 +76,7 @@ function proxy(req, res, target, path, daemonToken, rewrite) {
 export async function startRelay(procs) {
   const userToken = token('cuau');
   const computers = new Map(); // name -> { token, online, target, daemonToken }
-  const relay = { userToken, computers, puts: 0 };
+  const relay = { userToken, computers, puts: 0, team: null, teammates: [] };
   const s = http.createServer(async (req, res) => {
     if (req.headers.authorization !== `Bearer ${userToken}`) return fail(res, 401, 'unauthenticated', 'relay: wrong user token');
     const p = new URL(req.url, 'http://x').pathname;
@@ -86,7 +89,27 @@ export async function startRelay(procs) {
       computers.set(name, { token: t, online: false });
       return json(res, 200, { computer: view(name, computers.get(name)), token: t, urls: [`ws://${req.headers.host}/v1/attach`] });
     }
-    let m = /^\/v1\/computers\/([^/]+)$/.exec(p);
+    let m = /^\/v1\/computers\/([^/]+)\/shares$/.exec(p);
+    if (m) {
+      const name = decodeURIComponent(m[1]);
+      const c = computers.get(name);
+      if (!c) return fail(res, 404, 'not_found', `relay: no computer ${name}`);
+      c.shares ??= [];
+      const q = new URL(req.url, 'http://x').searchParams;
+      if (req.method === 'PUT') {
+        const { who, role = 'viewer' } = JSON.parse(await body(req));
+        if (!relay.team) return json(res, 403, { error: { kind: 'permission_denied', reason: 'sharing_needs_team', message: 'Sharing is for teams. Start a team to share this Space.' } });
+        if (who !== `team:${relay.team}` && !relay.teammates.includes(who)) {
+          return json(res, 403, { error: { kind: 'permission_denied', reason: 'share_outside_team', message: `relay: ${who} is not in your team` } });
+        }
+        c.shares = [...c.shares.filter((s) => s.who !== who), { who, role, connected: false }];
+      } else if (req.method === 'DELETE') {
+        const who = q.get('who');
+        c.shares = who ? c.shares.filter((s) => s.who !== who) : [];
+      }
+      return json(res, 200, { computer: name, online: c.online, url: `${relay.url}/c/${name}`, shares: c.shares });
+    }
+    m = /^\/v1\/computers\/([^/]+)$/.exec(p);
     if (m) {
       const name = decodeURIComponent(m[1]);
       const c = computers.get(name);
