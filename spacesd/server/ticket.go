@@ -41,6 +41,13 @@ type Ticket struct {
 	// ticket may hold (its viewers, its sessions) is the same for the
 	// ticket and all its renewals.
 	ID string `json:"i,omitempty"`
+	// Person and Role are the principal that minted the ticket through
+	// the relay ("" by the token): a kick of that person (Server.Kick)
+	// ends the streams the ticket opened, and a viewer's ticket is
+	// view-only whatever its holder asks. Signed with the rest: a holder
+	// cannot take its name off.
+	Person string `json:"p,omitempty"`
+	Role   Role   `json:"r,omitempty"`
 }
 
 // ticketIDBytes is the size of a drawn Ticket.ID: unguessable, though a
