@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/trycua/cua-spacesd/api"
 )
@@ -19,6 +21,15 @@ var ErrKicked = api.Errorf(api.KindPermissionDenied, "this person's access to th
 type holds struct {
 	mu sync.Mutex
 	m  map[*hold]struct{}
+	// kicks are the recent kicks, for the tickets of their persons
+	// minted before them (a ticket outlives no kick). Kept as long as a
+	// ticket lives (api.MaxTicketTTLSeconds), so a handful at most.
+	kicks []kickRecord
+}
+
+type kickRecord struct {
+	at    time.Time
+	match func(person string, role Role) bool
 }
 
 type hold struct {
@@ -69,7 +80,10 @@ func (s *Server) hold(parent context.Context, c Caller) (context.Context, contex
 // names (Host.Hold) and answers how many. The relay service calls it on
 // the relay's Kick, beside closing the person's relayed connections.
 func (s *Server) Kick(match func(person string, role Role) bool) int {
+	now := time.Now()
 	s.holds.mu.Lock()
+	s.holds.kicks = slices.DeleteFunc(s.holds.kicks, func(k kickRecord) bool { return now.Sub(k.at) > ticketLife })
+	s.holds.kicks = append(s.holds.kicks, kickRecord{at: now, match: match})
 	var out []*hold
 	for h := range s.holds.m {
 		if match(h.person, h.role) {
@@ -81,4 +95,28 @@ func (s *Server) Kick(match func(person string, role Role) bool) int {
 		h.cancel(ErrKicked)
 	}
 	return len(out)
+}
+
+// ticketLife bounds how long a kick is remembered: a ticket minted before
+// it is dead by then anyway. A renewal is minted afresh, but only by a
+// live stream of the ticket's, which the kick ended.
+const ticketLife = api.MaxTicketTTLSeconds*time.Second + time.Minute
+
+// errKickedTicket refuses a ticket its person minted before a kick.
+var errKickedTicket = api.Errorf(api.KindPermissionDenied, "this ticket was minted by someone whose access to the Space ended since").
+	WithHint("ask the Space's owner to share it again, then open a new link")
+
+// checkKicked refuses t when its person was kicked after it was minted.
+func (s *Server) checkKicked(t Ticket) error {
+	if t.Person == "" {
+		return nil
+	}
+	s.holds.mu.Lock()
+	defer s.holds.mu.Unlock()
+	for _, k := range s.holds.kicks {
+		if !t.Issued.After(k.at) && k.match(t.Person, t.Role) {
+			return errKickedTicket
+		}
+	}
+	return nil
 }

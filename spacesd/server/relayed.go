@@ -211,6 +211,9 @@ func (s *Server) authorizeLink(r *http.Request, pc *principalConn, rt Route) (Ca
 		return Caller{}, errTicketScope
 	}
 	t, gen, err := s.auth.verifyTicket(bearer, time.Now())
+	if err == nil {
+		err = s.checkKicked(t)
+	}
 	if err != nil {
 		return Caller{}, err
 	}

@@ -355,6 +355,9 @@ func (s *Server) authorize(r *http.Request, rt Route) (Caller, error) {
 			return Caller{}, errTicketScope
 		}
 		t, gen, err := s.auth.verifyTicket(bearer, time.Now())
+		if err == nil {
+			err = s.checkKicked(t)
+		}
 		if err != nil {
 			return Caller{}, err
 		}

@@ -48,6 +48,9 @@ type Ticket struct {
 	// cannot take its name off.
 	Person string `json:"p,omitempty"`
 	Role   Role   `json:"r,omitempty"`
+	// Issued is when a person's ticket was minted (MintTicket sets it):
+	// a kick refuses that person's tickets minted before it.
+	Issued time.Time `json:"-"`
 }
 
 // ticketIDBytes is the size of a drawn Ticket.ID: unguessable, though a
@@ -79,6 +82,8 @@ const maxRetiredTicketKeys = 8
 type ticketWire struct {
 	Ticket
 	Exp int64 `json:"e"`
+	// Issued: Unix milliseconds, of a person's ticket only.
+	Issued int64 `json:"n,omitempty"`
 }
 
 // ticketKey derives the signing key of the current token. The caller holds a.mu.
@@ -99,7 +104,11 @@ func (a *Auth) MintTicket(t Ticket) (string, error) {
 	t.Epoch = a.epoch
 	key := a.ticketKey()
 	a.mu.Unlock()
-	payload, err := json.Marshal(ticketWire{Ticket: t, Exp: t.Expires.Unix()})
+	w := ticketWire{Ticket: t, Exp: t.Expires.Unix()}
+	if t.Person != "" {
+		w.Issued = time.Now().UnixMilli()
+	}
+	payload, err := json.Marshal(w)
 	if err != nil {
 		return "", err
 	}
@@ -168,6 +177,9 @@ func (a *Auth) verifyTicket(s string, now time.Time) (Ticket, uint64, error) {
 	}
 	t := w.Ticket
 	t.Expires = time.Unix(w.Exp, 0)
+	if w.Issued != 0 {
+		t.Issued = time.UnixMilli(w.Issued)
+	}
 	if t.ID == "" {
 		// Minted by a daemon from before IDs: its signed payload names it.
 		sum := sha256.Sum256([]byte(p))
