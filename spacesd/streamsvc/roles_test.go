@@ -34,7 +34,7 @@ func (e *env) asPrincipal(t *testing.T, p server.Principal) (*http.Client, *clie
 }
 
 // viewThrough offers to path through c with the token as bearer.
-func (e *env) viewThrough(t *testing.T, c *http.Client, path string) *rtctest.Receiver {
+func (e *env) viewThrough(t *testing.T, c *http.Client, path string) (*rtctest.Receiver, string) {
 	t.Helper()
 	r := rtctest.New(t, allChannels)
 	res, err := rtctest.PostVia(t.Context(), c, "http://relay"+path, e.d.Token, r.Offer)
@@ -45,7 +45,7 @@ func (e *env) viewThrough(t *testing.T, c *http.Client, path string) *rtctest.Re
 		t.Fatalf("offer to %s: %d %+v", path, res.Status, res.Error)
 	}
 	r.Accept(t, res.Answer)
-	return r
+	return r, res.Location
 }
 
 // inputClosed waits for the daemon to close r's input and pointer
@@ -72,7 +72,7 @@ func TestViewersStreamIsViewOnly(t *testing.T) {
 	viewer, vc := e.asPrincipal(t, server.Principal{Person: "u-vic", PersonName: "vic", Role: server.RoleViewer, Grant: "g-vic", Via: server.ViaRelay})
 	editor, _ := e.asPrincipal(t, server.Principal{Person: "u-eda", PersonName: "eda", Role: server.RoleEditor, Grant: "g-eda", Via: server.ViaRelay})
 
-	own := e.viewThrough(t, viewer, api.PathStreamScreen)
+	own, ownAt := e.viewThrough(t, viewer, api.PathStreamScreen)
 	own.NextFrame(t, true, frameTimeout)
 	if !inputClosed(own) {
 		t.Fatal("a viewer's own offer kept its input channels")
@@ -91,7 +91,7 @@ func TestViewersStreamIsViewOnly(t *testing.T) {
 		t.Fatal("a stream opened with a viewer's ticket kept its input channels")
 	}
 
-	full := e.viewThrough(t, editor, api.PathStreamScreen)
+	full, fullAt := e.viewThrough(t, editor, api.PathStreamScreen)
 	full.WaitOpen(t, api.ChannelInput, frameTimeout)
 	select {
 	case <-full.Closed[api.ChannelInput]:
@@ -110,5 +110,25 @@ func TestViewersStreamIsViewOnly(t *testing.T) {
 	}
 	if len(sessions) != 3 || viewOnly != 2 {
 		t.Fatalf("sessions %+v: want 3, 2 of them view-only", sessions)
+	}
+
+	// A viewer ends its own session, not the editor's.
+	del := func(at string) int {
+		req, _ := http.NewRequest(http.MethodDelete, "http://relay"+at, nil)
+		resp, err := viewer.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := del(fullAt); code != http.StatusNotFound {
+		t.Errorf("a viewer's DELETE of the editor's session: %d, want 404", code)
+	}
+	if code := del(ownAt); code != http.StatusNoContent {
+		t.Errorf("a viewer's DELETE of its own session: %d, want 204", code)
+	}
+	if s, err := e.d.Client.StreamSessions(t.Context()); err != nil || len(s) != 2 {
+		t.Errorf("after the viewer's DELETE: %d sessions (%v), want 2", len(s), err)
 	}
 }
