@@ -82,7 +82,9 @@ const maxRetiredTicketKeys = 8
 type ticketWire struct {
 	Ticket
 	Exp int64 `json:"e"`
-	// Issued: Unix milliseconds, of a person's ticket only.
+	// Issued: Unix nanoseconds, of a person's ticket only (to the
+	// nanosecond: a ticket minted just after a kick must not be taken
+	// for one minted before).
 	Issued int64 `json:"n,omitempty"`
 }
 
@@ -106,7 +108,7 @@ func (a *Auth) MintTicket(t Ticket) (string, error) {
 	a.mu.Unlock()
 	w := ticketWire{Ticket: t, Exp: t.Expires.Unix()}
 	if t.Person != "" {
-		w.Issued = time.Now().UnixMilli()
+		w.Issued = time.Now().UnixNano()
 	}
 	payload, err := json.Marshal(w)
 	if err != nil {
@@ -178,7 +180,7 @@ func (a *Auth) verifyTicket(s string, now time.Time) (Ticket, uint64, error) {
 	t := w.Ticket
 	t.Expires = time.Unix(w.Exp, 0)
 	if w.Issued != 0 {
-		t.Issued = time.UnixMilli(w.Issued)
+		t.Issued = time.Unix(0, w.Issued)
 	}
 	if t.ID == "" {
 		// Minted by a daemon from before IDs: its signed payload names it.
