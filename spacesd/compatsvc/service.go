@@ -99,9 +99,9 @@ func New(procs *process.Manager, desk *desktop.Desktop, version string) server.N
 // it; every route takes it as a bearer too.
 func (s *Service) Routes() []server.Route {
 	return []server.Route{
-		{Method: http.MethodGet, Path: PathWS, APIKey: true, InBandAuth: true, Handler: s.serveWS},
-		{Method: http.MethodPost, Path: PathCmd, APIKey: true, Body: server.BodyJSON, Idempotent: true, Handler: s.serveCmd},
-		{Method: http.MethodGet, Path: PathStatus, APIKey: true, Handler: s.status},
+		{Method: http.MethodGet, Path: PathWS, APIKey: true, InBandAuth: true, Roles: server.EditorRoles(), Handler: s.serveWS},
+		{Method: http.MethodPost, Path: PathCmd, APIKey: true, Body: server.BodyJSON, Idempotent: true, Roles: server.EditorRoles(), Handler: s.serveCmd},
+		{Method: http.MethodGet, Path: PathStatus, APIKey: true, Roles: server.EditorRoles(), Handler: s.status},
 	}
 }
 

@@ -31,21 +31,21 @@ func New(d *desktop.Desktop) server.NewService {
 func (s *Service) Routes() []server.Route {
 	json := server.BodyJSON
 	return []server.Route{
-		{Method: http.MethodGet, Path: api.PathWindows, Feature: api.FeatureWindows, Handler: s.windows},
-		{Method: http.MethodPost, Path: api.PathWindowActivate, Feature: api.FeatureWindows, Body: json, Idempotent: true, Handler: s.activate},
-		{Method: http.MethodPost, Path: api.PathWindowClose, Feature: api.FeatureWindows, Body: json, Idempotent: true, Handler: s.closeWindow},
-		{Method: http.MethodPost, Path: api.PathWindowGeometry, Feature: api.FeatureWindows, Body: json, Idempotent: true, Handler: s.geometry},
-		{Method: http.MethodPost, Path: api.PathWindowState, Feature: api.FeatureWindows, Body: json, Idempotent: true, Handler: s.windowState},
-		{Method: http.MethodPost, Path: api.PathAppsLaunch, Feature: api.FeatureLaunchApp, Body: json, Idempotent: true, Handler: httpapi.BodyRoute(s.launch)},
-		{Method: http.MethodGet, Path: api.PathScreenshot, Feature: api.FeatureScreenshot, Handler: s.screenshot},
-		{Method: http.MethodPost, Path: api.PathInputMove, Feature: api.FeatureInput, Body: json, Idempotent: true, Handler: httpapi.BodyRoute(s.move)},
-		{Method: http.MethodPost, Path: api.PathInputClick, Feature: api.FeatureInput, Body: json, Idempotent: true, Handler: httpapi.BodyRoute(s.click)},
-		{Method: http.MethodPost, Path: api.PathInputDrag, Feature: api.FeatureInput, Body: json, Idempotent: true, Handler: httpapi.BodyRoute(s.drag)},
-		{Method: http.MethodPost, Path: api.PathInputScroll, Feature: api.FeatureInput, Body: json, Idempotent: true, Handler: httpapi.BodyRoute(s.scroll)},
-		{Method: http.MethodPost, Path: api.PathInputKey, Feature: api.FeatureInput, Body: json, Idempotent: true, Handler: httpapi.BodyRoute(s.key)},
-		{Method: http.MethodPost, Path: api.PathInputType, Feature: api.FeatureInput, Body: json, Idempotent: true, Handler: httpapi.BodyRoute(s.typeText)},
-		{Method: http.MethodGet, Path: api.PathClipboard, Feature: api.FeatureClipboardText, Handler: s.clipboardGet},
-		{Method: http.MethodPut, Path: api.PathClipboard, Feature: api.FeatureClipboardText, Body: json, Idempotent: true, Handler: httpapi.BodyRoute(s.clipboardSet)},
+		{Method: http.MethodGet, Path: api.PathWindows, Feature: api.FeatureWindows, Roles: server.ViewerRoles(), Handler: s.windows},
+		{Method: http.MethodPost, Path: api.PathWindowActivate, Feature: api.FeatureWindows, Body: json, Idempotent: true, Roles: server.EditorRoles(), Handler: s.activate},
+		{Method: http.MethodPost, Path: api.PathWindowClose, Feature: api.FeatureWindows, Body: json, Idempotent: true, Roles: server.EditorRoles(), Handler: s.closeWindow},
+		{Method: http.MethodPost, Path: api.PathWindowGeometry, Feature: api.FeatureWindows, Body: json, Idempotent: true, Roles: server.EditorRoles(), Handler: s.geometry},
+		{Method: http.MethodPost, Path: api.PathWindowState, Feature: api.FeatureWindows, Body: json, Idempotent: true, Roles: server.EditorRoles(), Handler: s.windowState},
+		{Method: http.MethodPost, Path: api.PathAppsLaunch, Feature: api.FeatureLaunchApp, Body: json, Idempotent: true, Roles: server.EditorRoles(), Handler: httpapi.BodyRoute(s.launch)},
+		{Method: http.MethodGet, Path: api.PathScreenshot, Feature: api.FeatureScreenshot, Roles: server.ViewerRoles(), Handler: s.screenshot},
+		{Method: http.MethodPost, Path: api.PathInputMove, Feature: api.FeatureInput, Body: json, Idempotent: true, Roles: server.EditorRoles(), Handler: httpapi.BodyRoute(s.move)},
+		{Method: http.MethodPost, Path: api.PathInputClick, Feature: api.FeatureInput, Body: json, Idempotent: true, Roles: server.EditorRoles(), Handler: httpapi.BodyRoute(s.click)},
+		{Method: http.MethodPost, Path: api.PathInputDrag, Feature: api.FeatureInput, Body: json, Idempotent: true, Roles: server.EditorRoles(), Handler: httpapi.BodyRoute(s.drag)},
+		{Method: http.MethodPost, Path: api.PathInputScroll, Feature: api.FeatureInput, Body: json, Idempotent: true, Roles: server.EditorRoles(), Handler: httpapi.BodyRoute(s.scroll)},
+		{Method: http.MethodPost, Path: api.PathInputKey, Feature: api.FeatureInput, Body: json, Idempotent: true, Roles: server.EditorRoles(), Handler: httpapi.BodyRoute(s.key)},
+		{Method: http.MethodPost, Path: api.PathInputType, Feature: api.FeatureInput, Body: json, Idempotent: true, Roles: server.EditorRoles(), Handler: httpapi.BodyRoute(s.typeText)},
+		{Method: http.MethodGet, Path: api.PathClipboard, Feature: api.FeatureClipboardText, Roles: server.EditorRoles(), Handler: s.clipboardGet},
+		{Method: http.MethodPut, Path: api.PathClipboard, Feature: api.FeatureClipboardText, Body: json, Idempotent: true, Roles: server.EditorRoles(), Handler: httpapi.BodyRoute(s.clipboardSet)},
 	}
 }
 

@@ -81,19 +81,19 @@ func New(opts Options) server.NewService {
 func (s *Service) Routes() []server.Route {
 	f, json, bytes := api.FeatureFiles, server.BodyJSON, server.BodyBytes
 	return []server.Route{
-		{Method: http.MethodGet, Path: api.PathFileStat, Feature: f, Handler: s.handleStat},
-		{Method: http.MethodGet, Path: api.PathFileList, Feature: f, Handler: s.handleList},
-		{Method: http.MethodPost, Path: api.PathFileMkdir, Feature: f, Body: json, Idempotent: true, Handler: httpapi.BodyRoute(httpapi.Done(files.Mkdir))},
-		{Method: http.MethodPost, Path: api.PathFileMove, Feature: f, Body: json, Idempotent: true, Handler: httpapi.BodyRoute(httpapi.Done(files.Move))},
-		{Method: http.MethodPost, Path: api.PathFileRemove, Feature: f, Body: json, Idempotent: true, Handler: httpapi.BodyRoute(httpapi.Done(files.Remove))},
-		{Method: http.MethodGet, Path: api.PathFileContent, Feature: f, Handler: s.handleRead},
-		{Method: http.MethodPut, Path: api.PathFileContent, Feature: f, Body: bytes, Idempotent: true, Handler: s.handleWrite},
-		{Method: http.MethodGet, Path: api.PathFileWatch, Feature: api.FeatureFSWatch, Handler: s.handleWatch},
-		{Method: http.MethodPost, Path: api.PathUploads, Feature: f, Body: json, Idempotent: true, Handler: s.handleUploadBegin},
-		{Method: http.MethodGet, Path: api.PathUpload, Feature: f, Handler: s.handleUploadStatus},
-		{Method: http.MethodPut, Path: api.PathUpload, Feature: f, Body: bytes, Idempotent: true, Handler: s.handleUploadChunk},
-		{Method: http.MethodDelete, Path: api.PathUpload, Feature: f, Idempotent: true, Handler: s.handleUploadAbort},
-		{Method: http.MethodPost, Path: api.PathUploadDone, Feature: f, Body: json, Idempotent: true, Handler: s.handleUploadCommit},
+		{Method: http.MethodGet, Path: api.PathFileStat, Feature: f, Roles: server.EditorRoles(), Handler: s.handleStat},
+		{Method: http.MethodGet, Path: api.PathFileList, Feature: f, Roles: server.EditorRoles(), Handler: s.handleList},
+		{Method: http.MethodPost, Path: api.PathFileMkdir, Feature: f, Body: json, Idempotent: true, Roles: server.EditorRoles(), Handler: httpapi.BodyRoute(httpapi.Done(files.Mkdir))},
+		{Method: http.MethodPost, Path: api.PathFileMove, Feature: f, Body: json, Idempotent: true, Roles: server.EditorRoles(), Handler: httpapi.BodyRoute(httpapi.Done(files.Move))},
+		{Method: http.MethodPost, Path: api.PathFileRemove, Feature: f, Body: json, Idempotent: true, Roles: server.EditorRoles(), Handler: httpapi.BodyRoute(httpapi.Done(files.Remove))},
+		{Method: http.MethodGet, Path: api.PathFileContent, Feature: f, Roles: server.EditorRoles(), Handler: s.handleRead},
+		{Method: http.MethodPut, Path: api.PathFileContent, Feature: f, Body: bytes, Idempotent: true, Roles: server.EditorRoles(), Handler: s.handleWrite},
+		{Method: http.MethodGet, Path: api.PathFileWatch, Feature: api.FeatureFSWatch, Roles: server.EditorRoles(), Handler: s.handleWatch},
+		{Method: http.MethodPost, Path: api.PathUploads, Feature: f, Body: json, Idempotent: true, Roles: server.EditorRoles(), Handler: s.handleUploadBegin},
+		{Method: http.MethodGet, Path: api.PathUpload, Feature: f, Roles: server.EditorRoles(), Handler: s.handleUploadStatus},
+		{Method: http.MethodPut, Path: api.PathUpload, Feature: f, Body: bytes, Idempotent: true, Roles: server.EditorRoles(), Handler: s.handleUploadChunk},
+		{Method: http.MethodDelete, Path: api.PathUpload, Feature: f, Idempotent: true, Roles: server.EditorRoles(), Handler: s.handleUploadAbort},
+		{Method: http.MethodPost, Path: api.PathUploadDone, Feature: f, Body: json, Idempotent: true, Roles: server.EditorRoles(), Handler: s.handleUploadCommit},
 	}
 }
 

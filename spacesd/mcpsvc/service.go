@@ -150,10 +150,10 @@ func (s *Service) space(ctx context.Context, mc *mcpserve.Call, need []api.Featu
 // of the server's messages, DELETE a session.
 func (s *Service) Routes() []server.Route {
 	return []server.Route{
-		{Method: http.MethodPost, Path: api.PathMCP, Feature: api.FeatureMCP, Body: server.BodyJSON, Handler: s.serve},
+		{Method: http.MethodPost, Path: api.PathMCP, Feature: api.FeatureMCP, Body: server.BodyJSON, Roles: server.EditorRoles(), Handler: s.serve},
 		// The standalone SSE stream, which clients hold open for good.
-		{Method: http.MethodGet, Path: api.PathMCP, Feature: api.FeatureMCP, Stream: true, Handler: s.serve},
-		{Method: http.MethodDelete, Path: api.PathMCP, Feature: api.FeatureMCP, Handler: s.serve},
+		{Method: http.MethodGet, Path: api.PathMCP, Feature: api.FeatureMCP, Stream: true, Roles: server.EditorRoles(), Handler: s.serve},
+		{Method: http.MethodDelete, Path: api.PathMCP, Feature: api.FeatureMCP, Roles: server.EditorRoles(), Handler: s.serve},
 	}
 }
 

@@ -49,14 +49,14 @@ func New(m *process.Manager) server.NewService {
 func (s *Service) Routes() []server.Route {
 	shell, json, bytes := api.FeatureShell, server.BodyJSON, server.BodyBytes
 	return []server.Route{
-		{Method: http.MethodPost, Path: api.PathExec, Feature: shell, Body: json, Idempotent: true, Handler: s.handleExec},
-		{Method: http.MethodPost, Path: api.PathProcesses, Feature: shell, Body: json, Idempotent: true, Handler: s.handleStart},
-		{Method: http.MethodGet, Path: api.PathProcesses, Feature: shell, Handler: s.handleList},
-		{Method: http.MethodGet, Path: api.PathProcess, Feature: shell, Handler: s.handleGet},
-		{Method: http.MethodGet, Path: api.PathProcessStream, Feature: shell, Handler: s.handleStream},
-		{Method: http.MethodPost, Path: api.PathProcessStdin, Feature: shell, Body: bytes, Idempotent: true, Handler: s.handleStdin},
-		{Method: http.MethodPost, Path: api.PathProcessSignal, Feature: shell, Body: json, Idempotent: true, Handler: httpapi.BodyRoute(s.signal)},
-		{Method: http.MethodPost, Path: api.PathProcessResize, Feature: shell, Body: json, Idempotent: true, Handler: httpapi.BodyRoute(s.resize)},
+		{Method: http.MethodPost, Path: api.PathExec, Feature: shell, Body: json, Idempotent: true, Roles: server.EditorRoles(), Handler: s.handleExec},
+		{Method: http.MethodPost, Path: api.PathProcesses, Feature: shell, Body: json, Idempotent: true, Roles: server.EditorRoles(), Handler: s.handleStart},
+		{Method: http.MethodGet, Path: api.PathProcesses, Feature: shell, Roles: server.EditorRoles(), Handler: s.handleList},
+		{Method: http.MethodGet, Path: api.PathProcess, Feature: shell, Roles: server.EditorRoles(), Handler: s.handleGet},
+		{Method: http.MethodGet, Path: api.PathProcessStream, Feature: shell, Roles: server.EditorRoles(), Handler: s.handleStream},
+		{Method: http.MethodPost, Path: api.PathProcessStdin, Feature: shell, Body: bytes, Idempotent: true, Roles: server.EditorRoles(), Handler: s.handleStdin},
+		{Method: http.MethodPost, Path: api.PathProcessSignal, Feature: shell, Body: json, Idempotent: true, Roles: server.EditorRoles(), Handler: httpapi.BodyRoute(s.signal)},
+		{Method: http.MethodPost, Path: api.PathProcessResize, Feature: shell, Body: json, Idempotent: true, Roles: server.EditorRoles(), Handler: httpapi.BodyRoute(s.resize)},
 	}
 }
 

@@ -45,6 +45,9 @@ type attacher struct {
 	clock Clock
 	log   *slog.Logger
 	serve func(net.Conn, server.Principal) error
+	// held ends the sessions a person holds past their connections (a
+	// stream's viewer): server.Host.Kick.
+	held func(match func(person string, role server.Role) bool) int
 
 	mu   sync.Mutex
 	att  *attachment // nil: detached
@@ -81,8 +84,8 @@ func count(c server.Counter) {
 	}
 }
 
-func newAttacher(o Options, serve func(net.Conn, server.Principal) error) *attacher {
-	return &attacher{o: o, clock: o.Clock, log: o.Logger, serve: serve,
+func newAttacher(o Options, serve func(net.Conn, server.Principal) error, held func(func(string, server.Role) bool) int) *attacher {
+	return &attacher{o: o, clock: o.Clock, log: o.Logger, serve: serve, held: held,
 		wake: make(chan struct{}), conns: map[*streamConn]struct{}{}}
 }
 
@@ -424,8 +427,8 @@ func (s *session) readControl(ctx context.Context) error {
 		case protocol.GoAway:
 			return &goAwayError{m}
 		case protocol.Kick:
-			n := s.a.kick(m.Person)
-			s.a.log.Info("relay: kicked", "person", m.Person, "reason", m.Reason, "connections", n)
+			n, held := s.a.kick(m.Person)
+			s.a.log.Info("relay: kicked", "person", m.Person, "reason", m.Reason, "connections", n, "streams", held)
 		case protocol.OpenData:
 			s.a.wg.Add(1)
 			go func() { defer s.a.wg.Done(); s.openData(ctx, m) }()
@@ -591,14 +594,22 @@ func (a *attacher) track(c *streamConn) bool {
 }
 
 // kick closes every connection of person (protocol.KickAll: of every
-// person but the owners) and answers how many.
-func (a *attacher) kick(person string) int {
-	return a.closeConns(func(c *streamConn) bool {
+// person but the owners), and ends what they hold past them (streams
+// opened on those connections or with tickets they minted), and answers
+// how many of each. Connections first: a kicked person's next request
+// must not be read while its streams are ended.
+func (a *attacher) kick(person string) (conns, held int) {
+	match := func(p string, role string) bool {
 		if person == protocol.KickAll {
-			return c.role != protocol.RoleOwner
+			return role != string(protocol.RoleOwner)
 		}
-		return c.person == person
-	})
+		return p == person
+	}
+	conns = a.closeConns(func(c *streamConn) bool { return match(c.person, string(c.role)) })
+	if a.held != nil {
+		held = a.held(func(p string, role server.Role) bool { return match(p, string(role)) })
+	}
+	return conns, held
 }
 
 func (a *attacher) closeConns(match func(*streamConn) bool) int {

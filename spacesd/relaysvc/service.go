@@ -77,7 +77,7 @@ func New(o Options) server.NewService {
 		if o.Logger == nil {
 			o.Logger = slog.New(slog.DiscardHandler)
 		}
-		s := &Service{o: o, att: newAttacher(o, h.ServeConn)}
+		s := &Service{o: o, att: newAttacher(o, h.ServeConn, h.Kick)}
 		if h.Metrics != nil {
 			s.att.streams, s.att.refused = h.Metrics.Counter(metricStreams), h.Metrics.Counter(metricGrantsRefused)
 			h.Metrics.Gauge(metricDials, func() float64 { return float64(s.att.dials.Load()) })
@@ -158,7 +158,7 @@ func (s *Service) logger() *slog.Logger {
 // Routes of the relay service.
 func (s *Service) Routes() []server.Route {
 	return []server.Route{
-		{Method: http.MethodGet, Path: api.PathRelay, Feature: api.FeatureRelayAttach, Handler: func(w http.ResponseWriter, r *http.Request) {
+		{Method: http.MethodGet, Path: api.PathRelay, Feature: api.FeatureRelayAttach, Roles: server.EditorRoles(), Handler: func(w http.ResponseWriter, r *http.Request) {
 			httpapi.WriteJSON(w, http.StatusOK, s.Status())
 		}},
 		{Method: http.MethodPut, Path: api.PathRelay, Feature: api.FeatureRelayAttach, Body: server.BodyJSON, Idempotent: true, Handler: s.handleAttach},

@@ -100,7 +100,7 @@ func code(s string) string { return "`" + s + "`" }
 
 func routesTable(routes []server.Route) string {
 	var b strings.Builder
-	b.WriteString("| method | path | feature | body | auth | ticket | `Idempotency-Key` |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("| method | path | feature | body | auth | ticket | `Idempotency-Key` | roles |\n|---|---|---|---|---|---|---|---|\n")
 	for _, rt := range routes {
 		feature, body, ticket, idem := "—", "—", "—", ""
 		if rt.Feature != "" {
@@ -115,9 +115,22 @@ func routesTable(routes []server.Route) string {
 		if rt.Idempotent {
 			idem = "yes"
 		}
-		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s | %s | %s |\n", rt.Method, rt.Path, feature, body, authOf(rt), ticket, idem)
+		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s | %s | %s | %s |\n", rt.Method, rt.Path, feature, body, authOf(rt), ticket, idem, rolesOf(rt))
 	}
 	return b.String()
+}
+
+// rolesOf is who of a relay grant's roles may call rt (Route.Roles and
+// the owner, who may call every route); a public route needs no one.
+func rolesOf(rt server.Route) string {
+	if rt.Public {
+		return "anyone"
+	}
+	out := []string{code(string(server.RoleOwner))}
+	for _, r := range rt.Roles {
+		out = append(out, code(string(r)))
+	}
+	return strings.Join(out, ", ")
 }
 
 func authOf(rt server.Route) string {

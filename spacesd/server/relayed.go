@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"slices"
@@ -30,6 +31,18 @@ const (
 	// reaches only the public and ticket routes.
 	RoleLink Role = "link"
 )
+
+// ViewerRoles is Route.Roles of a route a viewer may call (and an
+// editor): reads of what is on the screen, and view-only streams. A
+// fresh slice each call: a route table cannot widen another's.
+func ViewerRoles() []Role { return []Role{RoleEditor, RoleViewer} }
+
+// EditorRoles is Route.Roles of a route an editor may call: full use of
+// the Space. Routes without Roles are the owner's alone: who may reach
+// the Space (relay attach and detach) and the token, and any route whose
+// author has not decided (a test in spacesd/daemon lists every route's
+// roles, so a new route fails it until someone does).
+func EditorRoles() []Role { return []Role{RoleEditor} }
 
 // ViaRelay is Principal.Via of a caller reached through cua-relay.
 const ViaRelay = "relay"
@@ -163,8 +176,13 @@ func (s *Server) authorizeRelayed(r *http.Request, pc *principalConn, rt Route) 
 		return s.authorizeLink(r, pc, rt)
 	}
 	if !permits(rt, p.Role) {
+		// The daemon's own check (the relay checks first): a refusal
+		// here is a relay that let someone through, or a probe.
+		s.log.LogAttrs(r.Context(), slog.LevelWarn, "permission denied", slog.String("person", p.Person),
+			slog.String("person_name", p.PersonName), slog.String("role", string(p.Role)),
+			slog.String("route", rt.Method+" "+rt.Path), slog.String("grant", p.Grant))
 		return Caller{}, api.Errorf(api.KindPermissionDenied, "%s %s: the role %s may not call this route", rt.Method, rt.Path, p.Role).
-			WithHint("ask the Space's owner for a role that may")
+			WithHint("a viewer may read capabilities, list windows, take screenshots and watch a view-only stream; an editor all but attach and detach; ask the Space's owner for a role that may")
 	}
 	return Caller{Generation: pc.gen, Principal: &p}, nil
 }
@@ -193,6 +211,9 @@ func (s *Server) authorizeLink(r *http.Request, pc *principalConn, rt Route) (Ca
 		return Caller{}, errTicketScope
 	}
 	t, gen, err := s.auth.verifyTicket(bearer, time.Now())
+	if err == nil {
+		err = s.checkKicked(t)
+	}
 	if err != nil {
 		return Caller{}, err
 	}

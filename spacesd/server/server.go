@@ -79,6 +79,7 @@ type Config struct {
 type Server struct {
 	cfg      Config
 	log      *slog.Logger
+	holds    holds
 	auth     *Auth
 	metrics  *metrics
 	routes   []Route
@@ -140,7 +141,7 @@ func New(cfg Config) (*Server, error) {
 	// routes themselves (Host.Handler); it is filled in below.
 	s.mux = http.NewServeMux()
 	host := Host{Log: s.log, Metrics: s.metrics, Feature: s.featureStatus, MintTicket: s.auth.MintTicket, Session: s.auth.Session,
-		Authenticate: s.authenticateInBand, Handler: s.mux, ServeConn: s.ServeConn}
+		Hold: s.hold, Kick: s.Kick, Authenticate: s.authenticateInBand, Handler: s.mux, ServeConn: s.ServeConn}
 	s.routes = s.systemRoutes()
 	for _, newService := range cfg.Services {
 		svc, err := newService(host)
@@ -354,6 +355,9 @@ func (s *Server) authorize(r *http.Request, rt Route) (Caller, error) {
 			return Caller{}, errTicketScope
 		}
 		t, gen, err := s.auth.verifyTicket(bearer, time.Now())
+		if err == nil {
+			err = s.checkKicked(t)
+		}
 		if err != nil {
 			return Caller{}, err
 		}

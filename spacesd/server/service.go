@@ -102,6 +102,14 @@ type Host struct {
 	// (CallerOf(ctx).Generation): it ends, with cause ErrTokenRotated,
 	// when that token is rotated away. end must be called when done.
 	Session func(parent context.Context, generation uint64) (ctx context.Context, end context.CancelCauseFunc)
+	// Hold is Session for a caller (CallerOf(ctx) of the request that
+	// opens it), also ended, with ErrKicked, by a Kick of the person the
+	// caller acts for (PersonOf): a stream's viewer must end when its
+	// person is unshared, not only when its connection closes.
+	Hold func(parent context.Context, c Caller) (ctx context.Context, end context.CancelCauseFunc)
+	// Kick ends the held sessions of the persons match names (see
+	// Server.Kick): the relay service's part of the relay's Kick.
+	Kick func(match func(person string, role Role) bool) int
 	// Authenticate checks a token that the caller of an InBandAuth route
 	// presented in band (ctx is the request's). A wrong one is logged
 	// (never the token), counted and slowed down as every refused request

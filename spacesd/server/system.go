@@ -12,8 +12,8 @@ import (
 func (s *Server) systemRoutes() []Route {
 	return []Route{
 		{Method: http.MethodGet, Path: api.PathHealth, Public: true, Handler: s.handleHealth},
-		{Method: http.MethodGet, Path: api.PathCapabilities, Handler: s.handleCapabilities},
-		{Method: http.MethodGet, Path: api.PathMetrics, Handler: s.handleMetrics},
+		{Method: http.MethodGet, Path: api.PathCapabilities, Roles: ViewerRoles(), Handler: s.handleCapabilities},
+		{Method: http.MethodGet, Path: api.PathMetrics, Roles: EditorRoles(), Handler: s.handleMetrics},
 	}
 }
 

@@ -41,6 +41,16 @@ type Ticket struct {
 	// ticket may hold (its viewers, its sessions) is the same for the
 	// ticket and all its renewals.
 	ID string `json:"i,omitempty"`
+	// Person and Role are the principal that minted the ticket through
+	// the relay ("" by the token): a kick of that person (Server.Kick)
+	// ends the streams the ticket opened, and a viewer's ticket is
+	// view-only whatever its holder asks. Signed with the rest: a holder
+	// cannot take its name off.
+	Person string `json:"p,omitempty"`
+	Role   Role   `json:"r,omitempty"`
+	// Issued is when a person's ticket was minted (MintTicket sets it):
+	// a kick refuses that person's tickets minted before it.
+	Issued time.Time `json:"-"`
 }
 
 // ticketIDBytes is the size of a drawn Ticket.ID: unguessable, though a
@@ -72,6 +82,10 @@ const maxRetiredTicketKeys = 8
 type ticketWire struct {
 	Ticket
 	Exp int64 `json:"e"`
+	// Issued: Unix nanoseconds, of a person's ticket only (to the
+	// nanosecond: a ticket minted just after a kick must not be taken
+	// for one minted before).
+	Issued int64 `json:"n,omitempty"`
 }
 
 // ticketKey derives the signing key of the current token. The caller holds a.mu.
@@ -92,7 +106,11 @@ func (a *Auth) MintTicket(t Ticket) (string, error) {
 	t.Epoch = a.epoch
 	key := a.ticketKey()
 	a.mu.Unlock()
-	payload, err := json.Marshal(ticketWire{Ticket: t, Exp: t.Expires.Unix()})
+	w := ticketWire{Ticket: t, Exp: t.Expires.Unix()}
+	if t.Person != "" {
+		w.Issued = time.Now().UnixNano()
+	}
+	payload, err := json.Marshal(w)
 	if err != nil {
 		return "", err
 	}
@@ -161,6 +179,9 @@ func (a *Auth) verifyTicket(s string, now time.Time) (Ticket, uint64, error) {
 	}
 	t := w.Ticket
 	t.Expires = time.Unix(w.Exp, 0)
+	if w.Issued != 0 {
+		t.Issued = time.Unix(0, w.Issued)
+	}
 	if t.ID == "" {
 		// Minted by a daemon from before IDs: its signed payload names it.
 		sum := sha256.Sum256([]byte(p))

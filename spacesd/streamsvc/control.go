@@ -47,7 +47,8 @@ func (s *Service) renew(ctx context.Context, t server.Ticket, send func(api.View
 		}
 		// The renewal keeps the ticket's ID: its viewers and sessions are
 		// the ticket's (see Service.admit, deleteSession).
-		tk, err := s.host.MintTicket(server.Ticket{Scope: t.Scope, Target: t.Target, ViewOnly: t.ViewOnly, Expires: exp, ID: t.ID})
+		tk, err := s.host.MintTicket(server.Ticket{Scope: t.Scope, Target: t.Target, ViewOnly: t.ViewOnly, Expires: exp, ID: t.ID,
+			Person: t.Person, Role: t.Role})
 		if err == nil {
 			exp = exp.UTC()
 			err = send(api.ViewerControl{Type: api.ControlTicket, Ticket: tk, ExpiresAt: &exp})

@@ -42,7 +42,11 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32)
 		return
 	}
 	target := tg.name
-	viewOnly := caller.Ticket != nil && caller.Ticket.ViewOnly
+	// A viewer's stream is view-only however it came: its own offer
+	// (token path or not: a principal's bearer is ignored), or a ticket
+	// a viewer minted (which says view_only anyway).
+	person, role := server.PersonOf(caller)
+	viewOnly := caller.Ticket != nil && caller.Ticket.ViewOnly || role == server.RoleViewer
 	so, err := api.ParseStreamQuery(r.URL.Query())
 	if err != nil {
 		httpapi.WriteError(w, err)
@@ -72,10 +76,11 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32)
 		ticketID = caller.Ticket.ID
 	}
 	id := newSessionID()
-	sess := &session{target: target, ticket: ticketID, windowID: windowID, viewOnly: viewOnly, started: time.Now()}
+	sess := &session{target: target, ticket: ticketID, person: person, windowID: windowID, viewOnly: viewOnly, started: time.Now()}
 	// The viewer outlives this request: its context hangs off the
-	// service's, and ends when the token it came with is rotated.
-	ctx, end := s.host.Session(s.base, caller.Generation)
+	// service's, and ends when the token it came with is rotated or the
+	// person it came for is kicked (unshared).
+	ctx, end := s.host.Hold(s.base, caller)
 	ctx = untilGone(ctx, tg) // a window stream ends with its window
 	var input rtc.Input
 	if !viewOnly {
@@ -93,6 +98,9 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32)
 			release()
 			if api.KindOf(cause) == api.KindTimeout {
 				s.log.Info("stream viewer ended: it never connected", "stream", target, "err", cause)
+			}
+			if errors.Is(cause, server.ErrKicked) {
+				s.log.Info("stream viewer ended: its person was kicked", "stream", target, "person", person)
 			}
 			if errors.Is(cause, server.ErrTokenRotated) {
 				s.log.Info("stream viewer ended: the token was rotated", "stream", target)

@@ -105,7 +105,10 @@ type session struct {
 	target string
 	// ticket is the ID of the ticket that opened the session ("": the
 	// token): only it (or a renewal of it) or the token ends the session.
-	ticket   string
+	ticket string
+	// person is who opened it through the relay (server.PersonOf): a
+	// viewer principal ends only its own sessions.
+	person   string
 	windowID uint32
 	viewOnly bool
 	started  time.Time
@@ -208,17 +211,19 @@ func (s *Service) UDPAddr() net.Addr {
 }
 
 // Routes of the stream service. The offer, session and ICE routes take a
-// stream ticket as well as the token.
+// stream ticket as well as the token. A viewer reaches them all but the
+// list of sessions: its tickets and its offers are view-only whatever it
+// asks (ticket.go, offer.go), and it ends only its own sessions.
 func (s *Service) Routes() []server.Route {
 	return []server.Route{
-		{Method: http.MethodPost, Path: api.PathStreamTickets, Body: server.BodyJSON, Handler: s.mintTicket},
+		{Method: http.MethodPost, Path: api.PathStreamTickets, Body: server.BodyJSON, Roles: server.ViewerRoles(), Handler: s.mintTicket},
 		{Method: http.MethodPost, Path: api.PathStreamScreen, Feature: api.FeatureDesktopStream, Body: api.ContentTypeSDP,
-			Ticket: server.TicketScopeStream, Handler: s.offerScreen},
+			Ticket: server.TicketScopeStream, Roles: server.ViewerRoles(), Handler: s.offerScreen},
 		{Method: http.MethodPost, Path: api.PathStreamWindow, Feature: api.FeatureWindowStream, Body: api.ContentTypeSDP,
-			Ticket: server.TicketScopeStream, Handler: s.offerWindow},
-		{Method: http.MethodGet, Path: api.PathStreamSessions, Handler: s.listSessions},
-		{Method: http.MethodDelete, Path: api.PathStreamSession, Ticket: server.TicketScopeStream, Handler: s.deleteSession},
-		{Method: http.MethodGet, Path: api.PathStreamICE, Ticket: server.TicketScopeStream, Handler: s.iceServers},
+			Ticket: server.TicketScopeStream, Roles: server.ViewerRoles(), Handler: s.offerWindow},
+		{Method: http.MethodGet, Path: api.PathStreamSessions, Roles: server.EditorRoles(), Handler: s.listSessions},
+		{Method: http.MethodDelete, Path: api.PathStreamSession, Ticket: server.TicketScopeStream, Roles: server.ViewerRoles(), Handler: s.deleteSession},
+		{Method: http.MethodGet, Path: api.PathStreamICE, Ticket: server.TicketScopeStream, Roles: server.ViewerRoles(), Handler: s.iceServers},
 		s.viewerRoute(),
 	}
 }

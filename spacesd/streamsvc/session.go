@@ -20,8 +20,12 @@ func (s *Service) deleteSession(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	sess, ok := s.sessions[id]
 	s.mu.Unlock()
-	if t := server.CallerOf(r.Context()).Ticket; ok && t != nil && t.ID != sess.ticket {
+	caller := server.CallerOf(r.Context())
+	if t := caller.Ticket; ok && t != nil && t.ID != sess.ticket {
 		ok = false
+	}
+	if p := caller.Principal; ok && caller.Ticket == nil && p != nil && p.Role == server.RoleViewer && p.Person != sess.person {
+		ok = false // a viewer ends its own sessions, not another's
 	}
 	if !ok {
 		httpapi.WriteError(w, api.Errorf(api.KindNotFound, "no stream session %q of this caller: it ended, never was, or was opened by another ticket or the token", id).
