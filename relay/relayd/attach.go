@@ -321,12 +321,14 @@ func (ss *session) end(code protocol.CloseCode, msg string) {
 		// normal closure, and the Space reads the code from its close frame.
 		_ = ss.ws.CloseWith(int(code), code.String())
 		_ = ss.mux.Close()
+		// Closed outside ss.mu: a stream's Close takes it (people.go).
 		ss.mu.Lock()
-		for _, t := range ss.transports {
-			t.CloseIdleConnections()
-		}
+		ts := ss.transports
 		ss.transports = nil
 		ss.mu.Unlock()
+		for _, t := range ts {
+			t.CloseIdleConnections()
+		}
 		ss.log.Info("detached", "code", code.String(), "message", msg)
 		s.audit(store.AuditDetach, ss.comp.Name, code.String())
 	})

@@ -1,6 +1,7 @@
 package relayd
 
 import (
+	"net/http"
 	"strings"
 
 	"github.com/trycua/cua-spacesd/relay/protocol"
@@ -61,6 +62,7 @@ func (ss *session) kick(person, why string) {
 func (ss *session) cut(person string) {
 	ss.mu.Lock()
 	var conns []*countedConn
+	var ts []*http.Transport
 	for c := range ss.open {
 		if person == protocol.KickAll && shared(c.role) || c.person == person {
 			conns = append(conns, c)
@@ -69,11 +71,15 @@ func (ss *session) cut(person string) {
 	for key, t := range ss.transports {
 		id, rest, _ := strings.Cut(key, "\x00")
 		if person == protocol.KickAll && (strings.HasPrefix(rest, string(protocol.RoleViewer)) || strings.HasPrefix(rest, string(protocol.RoleEditor))) || id == person {
-			t.CloseIdleConnections()
+			ts = append(ts, t)
 			delete(ss.transports, key)
 		}
 	}
 	ss.mu.Unlock()
+	// Outside ss.mu: a stream's Close takes it.
+	for _, t := range ts {
+		t.CloseIdleConnections()
+	}
 	for _, c := range conns {
 		_ = c.Close()
 	}
