@@ -127,8 +127,12 @@ func (s *Server) handleGetShares(w http.ResponseWriter, r *http.Request, u store
 	if !ok {
 		return
 	}
-	audit := r.URL.Query().Get(relayapi.QueryAudit)
-	s.writeShares(w, r, c, audit != "" && audit != "0" && audit != "false")
+	q, err := relayapi.ParseSharesQuery(r.URL.Query())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	s.writeShares(w, r, c, q.Audit)
 }
 
 // handlePutShare shares the computer, or changes a share's role. A role
@@ -192,8 +196,12 @@ func (s *Server) handleDeleteShares(w http.ResponseWriter, r *http.Request, u st
 		return
 	}
 	ctx := r.Context()
-	raw := r.URL.Query().Get(relayapi.QueryWho)
-	who := ""
+	q, err := relayapi.ParseSharesQuery(r.URL.Query())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	raw, who := q.Who, ""
 	if raw != "" {
 		kind, v, err := parseWho(raw)
 		if err != nil {
