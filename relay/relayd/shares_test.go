@@ -328,3 +328,74 @@ func dialWS(t *testing.T, r *testRelay, tok, path string) *websocket.Conn {
 	}
 	return ws
 }
+
+// The bridge's calls (relayapi.Client) against the real routes: share,
+// list with the audit, unshare one, unshare all.
+func TestSharesThroughTheClient(t *testing.T) {
+	f := newShareFixture(t)
+	r := f.r
+	c, err := relayapi.New("https://"+r.addr, f.ann, relayapi.Trust{CAFile: r.ca.WriteCA(t, t.TempDir())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseIdleConnections()
+	ctx := t.Context()
+	s, err := c.Share(ctx, "pc", relayapi.ShareRequest{Who: "bob", Role: protocol.RoleEditor})
+	if err != nil || len(s.Shares) != 1 || s.Shares[0].Role != protocol.RoleEditor || !s.Online {
+		t.Fatalf("share: %+v %v", s, err)
+	}
+	if _, err := c.Share(ctx, "pc", relayapi.ShareRequest{Who: "team:red"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Share(ctx, "pc", relayapi.ShareRequest{Who: "out"}); api.AsError(err).Reason != relayapi.ReasonShareOutsideTeam {
+		t.Fatalf("share with out: %v", err)
+	}
+	s, err = c.Shares(ctx, "pc", true)
+	if err != nil || len(s.Shares) != 2 || len(s.Audit) == 0 || s.Audit[len(s.Audit)-1].Detail != "team:red as viewer by ann" {
+		t.Fatalf("shares with audit: %+v %v", s, err)
+	}
+	if s, err = c.Shares(ctx, "pc", false); err != nil || s.Audit != nil {
+		t.Fatalf("shares without audit: %+v %v", s, err)
+	}
+	// Unshare one by a who with characters a query must escape.
+	if s, err = c.Unshare(ctx, "pc", "team:red"); err != nil || len(s.Shares) != 1 || s.Shares[0].Who != "bob" {
+		t.Fatalf("unshare team:red: %+v %v", s, err)
+	}
+	if s, err = c.Unshare(ctx, "pc", ""); err != nil || len(s.Shares) != 0 {
+		t.Fatalf("unshare all: %+v %v", s, err)
+	}
+	// bob, in team red, reaches pc no more.
+	if st, _, _ := r.do(http.MethodGet, "/c/pc/v1/x", f.bob, nil); st != http.StatusNotFound {
+		t.Fatalf("bob after unshare all: %d", st)
+	}
+}
+
+// A user taken out of the team loses the team's share at once.
+func TestLeavingTheTeamCuts(t *testing.T) {
+	f := newShareFixture(t)
+	r := f.r
+	st, b, _ := r.do(http.MethodPut, sharesPath("pc"), f.ann, relayapi.ShareRequest{Who: "team:red"})
+	decodeShares(t, st, b)
+	ws := dialWS(t, r, f.bob, "/c/pc/ws")
+	if _, err := relayd.NewAdminClient(r.dataDir).RemoveTeamMember(t.Context(), "red", "bob"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case k := <-f.sp.kicks:
+		if k.Person != meID(t, r, f.bob) {
+			t.Fatalf("kick: %+v", k.Kick)
+		}
+	case <-time.After(500 * time.Millisecond):
+		t.Fatal("no Kick within 500 ms of leaving the team")
+	}
+	_ = ws.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, _, err := ws.ReadMessage(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("bob's stream open after leaving the team: %v", err)
+	}
+	if st, _, _ := r.do(http.MethodGet, "/c/pc/v1/x", f.bob, nil); st != http.StatusNotFound {
+		t.Fatalf("bob after leaving the team: %d", st)
+	}
+	if st, _, _ := r.do(http.MethodGet, "/c/pc/v1/x", f.cat, nil); st != http.StatusOK {
+		t.Fatalf("cat, still in the team: %d", st)
+	}
+}
