@@ -399,3 +399,39 @@ func TestLeavingTheTeamCuts(t *testing.T) {
 		t.Fatalf("cat, still in the team: %d", st)
 	}
 }
+
+// An editor made a viewer is kicked (their editor sessions end) and their
+// next stream carries viewer; a viewer made an editor is not kicked.
+func TestRoleChangeOfALiveShare(t *testing.T) {
+	f := newShareFixture(t)
+	r := f.r
+	put := func(role protocol.Role) {
+		t.Helper()
+		st, b, _ := r.do(http.MethodPut, sharesPath("pc"), f.ann, relayapi.ShareRequest{Who: "bob", Role: role})
+		decodeShares(t, st, b)
+	}
+	put(protocol.RoleViewer)
+	put(protocol.RoleEditor)
+	select {
+	case k := <-f.sp.kicks:
+		t.Fatalf("a raised role kicked: %+v", k.Kick)
+	case <-time.After(100 * time.Millisecond):
+	}
+	st, b, _ := r.do(http.MethodGet, "/c/pc/v1/x", f.bob, nil)
+	if a := decodeEcho(t, b); st != http.StatusOK || a.Role != string(protocol.RoleEditor) {
+		t.Fatalf("editor: %d %s", st, b)
+	}
+	put(protocol.RoleViewer)
+	select {
+	case k := <-f.sp.kicks:
+		if k.Person != meID(t, r, f.bob) {
+			t.Fatalf("kick: %+v", k.Kick)
+		}
+	case <-time.After(500 * time.Millisecond):
+		t.Fatal("no Kick within 500 ms of a lowered role")
+	}
+	st, b, _ = r.do(http.MethodGet, "/c/pc/v1/x", f.bob, nil)
+	if a := decodeEcho(t, b); st != http.StatusOK || a.Role != string(protocol.RoleViewer) {
+		t.Fatalf("viewer again: %d %s", st, b)
+	}
+}
