@@ -35,6 +35,7 @@ import (
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/relay/protocol"
+	"github.com/trycua/cua-spacesd/relay/relayapi"
 	"github.com/trycua/cua-spacesd/relay/relayd"
 	"github.com/trycua/cua-spacesd/relay/turnsvc"
 )
@@ -53,6 +54,9 @@ const usage = `usage: cua-relay <command> [flags]
   user add NAME [--email E] --data-dir DIR
   user ls --data-dir DIR
   user rm NAME --data-dir DIR          removes the user's tokens and computers too
+  team add TEAM --data-dir DIR         a team: its users may share computers with each other
+  team ls --data-dir DIR
+  team member add|rm TEAM USER --data-dir DIR   a user is in at most one team
   token create USER --data-dir DIR     prints a new API token for USER, once
   computer ls --data-dir DIR
   metrics --data-dir DIR               prints the running relay's metrics (Prometheus text)
@@ -73,7 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "serve":
 		return serve(ctx, args, stdout, stderr)
-	case "user", "token", "computer":
+	case "user", "token", "computer", "team":
 		return admin(ctx, cmd, args, stdout, stderr)
 	case "metrics":
 		return metrics(ctx, args, stdout, stderr)
@@ -327,7 +331,12 @@ func admin(ctx context.Context, cmd string, args []string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "cua-relay: give --data-dir (or $%s): it names which relay\n", dataDirEnv)
 		return 2
 	}
-	want := map[string]int{"user add": 1, "user ls": 0, "user rm": 1, "token create": 1, "computer ls": 0}
+	// "team member add|rm TEAM USER": the verb is the first positional.
+	if cmd == "team" && sub == "member" && len(pos) > 0 {
+		sub, pos = sub+" "+pos[0], pos[1:]
+	}
+	want := map[string]int{"user add": 1, "user ls": 0, "user rm": 1, "token create": 1, "computer ls": 0,
+		"team add": 1, "team ls": 0, "team member add": 2, "team member rm": 2}
 	n, ok := want[cmd+" "+sub]
 	if !ok {
 		fmt.Fprintf(stderr, "cua-relay: unknown command %q\n%s\n", strings.TrimSpace(cmd+" "+sub), usage)
@@ -376,6 +385,34 @@ func admin(ctx context.Context, cmd string, args []string, stdout, stderr io.Wri
 			// not kept anywhere else.
 			fmt.Fprintln(stdout, tok)
 			fmt.Fprintf(stderr, "cua-relay: the API token of %s is shown this once; keep it (cua-bridge relay login --token-file)\n", pos[0])
+			return 0
+		}
+	case "team add":
+		out, err = c.CreateTeam(ctx, pos[0])
+		if err == nil && !*asJSON {
+			fmt.Fprintf(stdout, "team %s added; add users with: cua-relay team member add %s USER\n", pos[0], pos[0])
+			return 0
+		}
+	case "team ls":
+		teams, e := c.Teams(ctx)
+		out, err = teams, e
+		if err == nil && !*asJSON {
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TEAM\tMEMBERS")
+			for _, t := range teams {
+				fmt.Fprintf(tw, "%s\t%s\n", t.ID, strings.Join(t.Members, ","))
+			}
+			tw.Flush()
+			return 0
+		}
+	case "team member add", "team member rm":
+		if strings.HasSuffix(sub, "add") {
+			out, err = c.AddTeamMember(ctx, pos[0], pos[1])
+		} else {
+			out, err = c.RemoveTeamMember(ctx, pos[0], pos[1])
+		}
+		if err == nil && !*asJSON {
+			fmt.Fprintf(stdout, "team %s: %s\n", pos[0], strings.Join(out.(relayapi.Team).Members, ","))
 			return 0
 		}
 	case "computer ls":

@@ -75,6 +75,31 @@ func TestAdminCLIAgainstRunningRelay(t *testing.T) {
 	if code, out, _ := cli("computer", "ls", "--json"); code != 0 || strings.TrimSpace(out) != "[]" {
 		t.Fatalf("computer ls: %d %s", code, out)
 	}
+	// Teams: add, members, at most one team per user, ls.
+	if code, out, errs := cli("team", "add", "red"); code != 0 || !strings.Contains(out, "team red added") {
+		t.Fatalf("team add: %d %s %s", code, out, errs)
+	}
+	if code, _, errs := cli("team", "add", "blue"); code != 0 {
+		t.Fatalf("team add blue: %d %s", code, errs)
+	}
+	if code, out, errs := cli("team", "member", "add", "red", "alice"); code != 0 || strings.TrimSpace(out) != "team red: alice" {
+		t.Fatalf("team member add: %d %q %s", code, out, errs)
+	}
+	if code, _, errs := cli("team", "member", "add", "blue", "alice"); code != 1 || !strings.Contains(errs, "at most one team") {
+		t.Fatalf("a second team: %d %s", code, errs)
+	}
+	if code, _, _ := cli("team", "member", "add", "red"); code != 2 {
+		t.Fatalf("team member add without a user: %d", code)
+	}
+	if code, out, _ := cli("team", "ls"); code != 0 || !strings.Contains(out, "red   alice") && !strings.Contains(out, "red  alice") {
+		t.Fatalf("team ls: %d %q", code, out)
+	}
+	if code, out, errs := cli("team", "member", "rm", "red", "alice"); code != 0 || strings.TrimSpace(out) != "team red:" {
+		t.Fatalf("team member rm: %d %q %s", code, out, errs)
+	}
+	if code, out, _ := cli("team", "ls", "--json"); code != 0 || !strings.Contains(out, `"id": "blue"`) || strings.Contains(out, "alice") {
+		t.Fatalf("team ls --json: %d %s", code, out)
+	}
 	if code, _, _ := cli("user", "rm", "alice"); code != 0 {
 		t.Fatalf("user rm: %d", code)
 	}

@@ -261,9 +261,9 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any) err
 		body = bytes.NewReader(b)
 	}
 	u := *c.base
-	// path may carry a query (the shares' ?who= and ?audit=).
-	p, query, _ := strings.Cut(path, "?")
-	u.Path, u.RawQuery = c.base.Path+p, query
+	// A path may carry its query (the shares' who and audit).
+	p, q, _ := strings.Cut(path, "?")
+	u.Path, u.RawQuery = c.base.Path+p, q
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return api.Errorf(api.KindInvalidArgument, "%s %s: %w", method, path, err)
@@ -332,8 +332,9 @@ func transportError(ctx context.Context, host string, err error) error {
 	return api.Errorf(api.KindRelay, "cannot reach the relay %s: %v", host, err).WithCause(err)
 }
 
-// Shares answers who one of the user's computers is shared with (owner
-// only); audit adds the newest audit lines.
+// Shares answers who one of the user's computers is shared with; audit
+// adds its newest audit lines. Owner only: another user's computer is
+// not_found.
 func (c *Client) Shares(ctx context.Context, computer string, audit bool) (*Shares, error) {
 	p := sharesPath(computer)
 	if audit {
@@ -343,13 +344,14 @@ func (c *Client) Shares(ctx context.Context, computer string, audit bool) (*Shar
 	return &s, c.call(ctx, http.MethodGet, p, nil, &s)
 }
 
-// Share shares one of the user's computers (a new share, or a new role).
+// Share shares one of the user's computers (or gives a share a new role).
 func (c *Client) Share(ctx context.Context, computer string, req ShareRequest) (*Shares, error) {
 	var s Shares
 	return &s, c.call(ctx, http.MethodPut, sharesPath(computer), req, &s)
 }
 
-// Unshare ends the share with who, or every share with who "".
+// Unshare ends the share of who on one of the user's computers; who ""
+// ends every share.
 func (c *Client) Unshare(ctx context.Context, computer, who string) (*Shares, error) {
 	p := sharesPath(computer)
 	if who != "" {

@@ -1,6 +1,11 @@
 package relayapi
 
-import "github.com/trycua/cua-spacesd/relay/protocol"
+import (
+	"net/url"
+
+	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/relay/protocol"
+)
 
 // Sharing: the owner of a computer lets a user of the owner's team, or the
 // whole team, reach it as a viewer or an editor (DESIGN §4). The relay
@@ -98,4 +103,25 @@ type CreateTeam struct {
 // TeamMember is the body of POST PathAdminTeamMembers.
 type TeamMember struct {
 	User string `json:"user"`
+}
+
+// SharesQuery is the query of the shares routes: Who (DELETE) and Audit
+// (GET).
+type SharesQuery struct {
+	Who   string
+	Audit bool
+}
+
+// ParseSharesQuery reads a shares route's query; audit takes 1/true or
+// 0/false (absent: false).
+func ParseSharesQuery(v url.Values) (SharesQuery, error) {
+	q := SharesQuery{Who: v.Get(QueryWho)}
+	switch a := v.Get(QueryAudit); a {
+	case "", "0", "false":
+	case "1", "true":
+		q.Audit = true
+	default:
+		return q, api.Errorf(api.KindInvalidArgument, "%s=%.20q: want 1 or 0", QueryAudit, a)
+	}
+	return q, nil
 }

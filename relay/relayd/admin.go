@@ -34,6 +34,10 @@ func (s *Server) AdminHandler() http.Handler {
 	mux.HandleFunc("POST "+relayapi.PathAdminTokens, s.adminCreateToken)
 	mux.HandleFunc("GET "+relayapi.PathAdminComputers, s.adminListComputers)
 	mux.HandleFunc("GET "+relayapi.PathAdminMetrics, s.adminMetrics)
+	mux.HandleFunc("GET "+relayapi.PathAdminTeams, s.adminListTeams)
+	mux.HandleFunc("POST "+relayapi.PathAdminTeams, s.adminCreateTeam)
+	mux.HandleFunc("POST "+relayapi.PathAdminTeamMembers, s.adminAddMember)
+	mux.HandleFunc("DELETE "+relayapi.PathAdminTeamMember, s.adminRemoveMember)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api.Errorf(api.KindNotFound, "%s %s: no such admin route", r.Method, r.URL.Path))
 	})
@@ -225,6 +229,8 @@ func (c *AdminClient) transportErr(err error, method, path string) error {
 func fill(route, name string) string {
 	return strings.Replace(route, "{name}", url.PathEscape(name), 1)
 }
+
+func escape(s string) string { return url.PathEscape(s) }
 
 func (c *AdminClient) call(ctx context.Context, method, path string, in, out any) error {
 	var body io.Reader

@@ -51,7 +51,8 @@ type session struct {
 	done    chan struct{}
 
 	mu         sync.Mutex
-	transports map[string]*http.Transport // by person (and bulk or not)
+	transports map[string]*http.Transport // by person, role (and bulk or not)
+	open       map[*countedConn]struct{}  // streams open now, with their person (people.go)
 }
 
 // handleAttach is GET /v1/attach: the computer token is checked before the
@@ -320,12 +321,14 @@ func (ss *session) end(code protocol.CloseCode, msg string) {
 		// normal closure, and the Space reads the code from its close frame.
 		_ = ss.ws.CloseWith(int(code), code.String())
 		_ = ss.mux.Close()
+		// Closed outside ss.mu: a stream's Close takes it (people.go).
 		ss.mu.Lock()
-		for _, t := range ss.transports {
-			t.CloseIdleConnections()
-		}
+		ts := ss.transports
 		ss.transports = nil
 		ss.mu.Unlock()
+		for _, t := range ts {
+			t.CloseIdleConnections()
+		}
 		ss.log.Info("detached", "code", code.String(), "message", msg)
 		s.audit(store.AuditDetach, ss.comp.Name, code.String())
 	})
@@ -357,6 +360,7 @@ func (ss *session) openStream(c caller, turn *protocol.TurnCredential) (net.Conn
 		return nil, api.Errorf(api.KindRelay, "computer %q: open a stream: %w", ss.comp.Name, err)
 	}
 	conn := &countedConn{Conn: st, release: release}
+	ss.track(conn, c)
 	if err := ss.writeHeader(conn, c, turn); err != nil {
 		_ = conn.Close()
 		return nil, err
@@ -380,6 +384,9 @@ type countedConn struct {
 	net.Conn
 	once    sync.Once
 	release func()
+	// person and role are of the grant the stream carries.
+	person string
+	role   protocol.Role
 }
 
 func (c *countedConn) Close() error {

@@ -178,11 +178,18 @@ type standInSpace struct {
 	mu      sync.Mutex
 	goAways []protocol.GoAway
 	closed  chan protocol.CloseCode // the relay's Close frame, or the WebSocket's close code
+	kicks   chan kickSeen           // the relay's Kicks, when they arrived
 	done    chan struct{}
 	wg      sync.WaitGroup
 }
 
 type grantCtxKey struct{}
+
+// kickSeen is a Kick the stand-in read, and when.
+type kickSeen struct {
+	protocol.Kick
+	at time.Time
+}
 
 // connInfo is what the test handler learns of its connection.
 type connInfo struct {
@@ -241,7 +248,7 @@ func (r *testRelay) attachWith(token string, h http.Handler, silent bool) *stand
 		r.t.Fatal(err)
 	}
 	sp := &standInSpace{t: r.t, relay: r, ws: ws, mux: mux, ctrl: protocol.NewWriter(st, 5*time.Second),
-		silent: silent, closed: closed, done: make(chan struct{}), ln: newChanListener()}
+		silent: silent, closed: closed, kicks: make(chan kickSeen, 16), done: make(chan struct{}), ln: newChanListener()}
 	if err := sp.ctrl.WriteMessage(protocol.NewHello("", "test-space")); err != nil {
 		r.t.Fatal(err)
 	}
@@ -286,6 +293,11 @@ func (sp *standInSpace) control(rd *protocol.Reader) {
 			sp.mu.Unlock()
 		case protocol.OpenData:
 			sp.wg.Go(func() { sp.dialData(m) })
+		case protocol.Kick:
+			select {
+			case sp.kicks <- kickSeen{Kick: m, at: time.Now()}:
+			default:
+			}
 		case protocol.Close:
 			select {
 			case sp.closed <- m.Code:

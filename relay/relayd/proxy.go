@@ -30,9 +30,9 @@ const (
 )
 
 // handleProxy is /c/<computer>/<daemon path> with a user token: the
-// caller must own the computer (404 otherwise, the same as for no such
-// computer); the request goes to the Space on a stream with a grant of the
-// caller, its Authorization stripped.
+// caller must own the computer or have a share of it (404 otherwise, the
+// same as for no such computer); the request goes to the Space on a stream
+// with a grant of the caller and their role, its Authorization stripped.
 func (s *Server) handleProxy(w http.ResponseWriter, r *http.Request, u store.User) {
 	name, path, rawPath, err := splitComputerPath(r.URL.EscapedPath())
 	if err != nil {
@@ -40,13 +40,19 @@ func (s *Server) handleProxy(w http.ResponseWriter, r *http.Request, u store.Use
 		return
 	}
 	comp, err := s.cfg.Store.Computer(r.Context(), name)
-	if err != nil || comp.Owner != u.ID {
+	role := protocol.RoleOwner
+	if err == nil && comp.Owner != u.ID {
+		// A share's role, read on each request: an unshare refuses the
+		// next one.
+		role, err = s.cfg.Store.RoleOf(r.Context(), name, u.ID)
+	}
+	if err != nil || role == "" {
 		if err != nil && api.KindOf(err) != api.KindNotFound && api.KindOf(err) != api.KindInvalidArgument {
 			writeError(w, err)
 			return
 		}
 		// Never tell another user's computer apart from none.
-		writeError(w, api.Errorf(api.KindNotFound, "computer %q: not found among yours", name))
+		writeError(w, api.Errorf(api.KindNotFound, "computer %q: not found among yours or shared with you", name))
 		return
 	}
 	ss := s.session(name)
@@ -56,7 +62,7 @@ func (s *Server) handleProxy(w http.ResponseWriter, r *http.Request, u store.Use
 		return
 	}
 	s.forward(w, r, forwarding{ss: ss, name: name, path: path, rawPath: rawPath, route: classifyLink(r.Method, path),
-		caller: caller{id: u.ID, name: u.Name, role: protocol.RoleOwner}})
+		caller: caller{id: u.ID, name: u.Name, role: role}})
 }
 
 // caller is whom a stream's grant names.
@@ -189,7 +195,9 @@ func isBulk(method, path, contentType string) bool {
 func (ss *session) transport(c caller, bulk bool) http.RoundTripper {
 	// A user id is printable ASCII: no NUL, so no key of a user's is
 	// another's, nor the link holders'.
-	key := c.id
+	// The role is in the key: a share's new role gets new streams, whose
+	// grants carry it.
+	key := c.id + "\x00" + string(c.role)
 	if c.link() {
 		key = "\x00link"
 	}
@@ -297,11 +305,13 @@ func (ss *session) openData(ctx context.Context, c caller) (net.Conn, error) {
 	select {
 	case conn := <-pd.ch:
 		s.metrics.DataConns.Add(1)
-		if err := ss.writeHeader(conn, c, nil); err != nil {
-			_ = conn.Close()
+		cc := &countedConn{Conn: conn, release: func() {}}
+		ss.track(cc, c)
+		if err := ss.writeHeader(cc, c, nil); err != nil {
+			_ = cc.Close()
 			return nil, err
 		}
-		return conn, nil
+		return cc, nil
 	case <-t.C:
 		return nil, api.Errorf(api.KindRelay, "computer %q did not open a data connection within %s", ss.comp.Name, DataDialTimeout)
 	case <-ss.done:

@@ -250,6 +250,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST "+relayapi.PathComputers, s.user(s.handleCreateComputer))
 	mux.HandleFunc("GET "+relayapi.PathComputer, s.user(s.handleGetComputer))
 	mux.HandleFunc("DELETE "+relayapi.PathComputer, s.user(s.handleDeleteComputer))
+	mux.HandleFunc("GET "+relayapi.PathComputerShares, s.user(s.handleGetShares))
+	mux.HandleFunc("PUT "+relayapi.PathComputerShares, s.user(s.handlePutShare))
+	mux.HandleFunc("DELETE "+relayapi.PathComputerShares, s.user(s.handleDeleteShares))
 	mux.HandleFunc(relayapi.PrefixComputer, s.handleComputer)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api.Errorf(api.KindNotFound, "%s %s: no such route on cua-relay", r.Method, r.URL.Path))

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/relay/protocol"
@@ -26,8 +28,30 @@ func (s *Server) handleListComputers(w http.ResponseWriter, r *http.Request, u s
 	}
 	out := relayapi.ComputerList{Computers: make([]relayapi.Computer, 0, len(cs))}
 	for _, c := range cs {
-		out.Computers = append(out.Computers, s.computerJSON(c, u.Name))
+		cj := s.computerJSON(c, u.Name)
+		cj.Role = protocol.RoleOwner
+		out.Computers = append(out.Computers, cj)
 	}
+	// The computers shared with the caller, with the role each gives.
+	shared, err := s.cfg.Store.SharedWith(r.Context(), u.ID)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	for name, role := range shared {
+		c, err := s.cfg.Store.Computer(r.Context(), name)
+		if err != nil || c.Owner == u.ID {
+			continue
+		}
+		owner := ""
+		if o, err := s.cfg.Store.User(r.Context(), c.Owner); err == nil {
+			owner = o.Name
+		}
+		cj := s.computerJSON(c, owner)
+		cj.Role = role
+		out.Computers = append(out.Computers, cj)
+	}
+	slices.SortFunc(out.Computers, func(a, b relayapi.Computer) int { return strings.Compare(a.Name, b.Name) })
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -14,6 +14,8 @@ const (
 	AuditDetach     = "detach"
 	AuditRegister   = "register"
 	AuditUnregister = "unregister"
+	AuditShare      = "share"
+	AuditUnshare    = "unshare"
 )
 
 // AuditEntry is one audit line.

@@ -36,6 +36,9 @@ const (
 	bucketRetired   = "relay_retired"    // hex(HashToken) -> retiredRecord (revoked or rotated; expires)
 	bucketComputers = "relay_computers"  // computer name -> computerRecord
 	bucketMeta      = "relay_meta"       // keyGrantKey -> the grant key's seed; keyTURNSecret -> the TURN secret
+	bucketTeams     = "relay_teams"      // team id -> teamRecord
+	bucketUserTeams = "relay_user_teams" // user id -> team id (Create: a user is in at most one team)
+	bucketShares    = "relay_shares"     // computer name -> shareRecord
 
 	keyGrantKey   = "grant_key"
 	keyTURNSecret = "turn_secret"
@@ -86,6 +89,7 @@ type Store struct {
 	now func() time.Time
 
 	users, userNames, tokens, retired, computers, meta jetstream.KeyValue
+	teams, userTeams, shares                           jetstream.KeyValue
 	audit                                              jetstream.Stream
 
 	// Mirrors of the buckets every relayed request reads (mirror.go).
@@ -168,6 +172,9 @@ func (s *Store) open(ctx context.Context, node string) error {
 		{&s.retired, jetstream.KeyValueConfig{Bucket: bucketRetired, Description: "revoked and rotated token hashes", TTL: RetiredTTL}},
 		{&s.computers, jetstream.KeyValueConfig{Bucket: bucketComputers, Description: "computers by name"}},
 		{&s.meta, jetstream.KeyValueConfig{Bucket: bucketMeta, Description: "the relay's own keys"}},
+		{&s.teams, jetstream.KeyValueConfig{Bucket: bucketTeams, Description: "teams by id"}},
+		{&s.userTeams, jetstream.KeyValueConfig{Bucket: bucketUserTeams, Description: "each user's team"}},
+		{&s.shares, jetstream.KeyValueConfig{Bucket: bucketShares, Description: "computers' shares"}},
 	} {
 		b.cfg.Storage = jetstream.FileStorage
 		kv, err := s.js.CreateOrUpdateKeyValue(ctx, b.cfg)

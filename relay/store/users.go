@@ -178,6 +178,11 @@ func (s *Store) DeleteUser(ctx context.Context, name string) ([]string, error) {
 	if err != nil {
 		return gone, err
 	}
+	if team, err := s.TeamOf(ctx, u.ID); err == nil && team != "" {
+		if _, err := s.removeMember(ctx, team, u.ID); err != nil && api.KindOf(err) != api.KindNotFound {
+			return gone, err
+		}
+	}
 	if err := s.users.Delete(ctx, u.ID); err != nil {
 		return gone, storeErr("remove user "+name, err)
 	}

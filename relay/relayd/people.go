@@ -1,0 +1,86 @@
+package relayd
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/trycua/cua-spacesd/relay/protocol"
+)
+
+// The streams of each person on a session: what Share.Connected reports
+// and what an unshare closes.
+
+// track records conn as a stream of c until it closes.
+func (ss *session) track(conn *countedConn, c caller) {
+	conn.person, conn.role = c.id, c.role
+	ss.mu.Lock()
+	if ss.open == nil {
+		ss.open = map[*countedConn]struct{}{}
+	}
+	ss.open[conn] = struct{}{}
+	ss.mu.Unlock()
+	release := conn.release
+	conn.release = func() {
+		ss.mu.Lock()
+		delete(ss.open, conn)
+		ss.mu.Unlock()
+		release()
+	}
+}
+
+// hasStreams reports whether person has a stream open to the session.
+func (ss *session) hasStreams(person string) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for c := range ss.open {
+		if c.person == person {
+			return true
+		}
+	}
+	return false
+}
+
+// shared reports whether a stream of role was opened by a share (not the
+// owner's, nor a viewer link's, which the owner's tickets authorise).
+func shared(role protocol.Role) bool {
+	return role == protocol.RoleViewer || role == protocol.RoleEditor
+}
+
+// kick tells the Space to end person's sessions (protocol.KickAll: every
+// shared person's) and cuts their streams through the relay. The Kick goes
+// first: the Space's own sessions (PTYs, streams) end on it.
+func (ss *session) kick(person, why string) {
+	if err := ss.ctrl.WriteMessage(protocol.Kick{Person: person, Reason: protocol.CloseKicked, Message: trimText(why)}); err != nil {
+		ss.log.Warn("kick", "person", person, "err", err)
+	}
+	ss.cut(person)
+}
+
+// cut closes person's streams (KickAll: every shared person's) and their
+// pooled transports: their next request opens a stream whose grant is
+// minted from the shares as they are now.
+func (ss *session) cut(person string) {
+	ss.mu.Lock()
+	var conns []*countedConn
+	var ts []*http.Transport
+	for c := range ss.open {
+		if person == protocol.KickAll && shared(c.role) || c.person == person {
+			conns = append(conns, c)
+		}
+	}
+	for key, t := range ss.transports {
+		id, rest, _ := strings.Cut(key, "\x00")
+		if person == protocol.KickAll && (strings.HasPrefix(rest, string(protocol.RoleViewer)) || strings.HasPrefix(rest, string(protocol.RoleEditor))) || id == person {
+			ts = append(ts, t)
+			delete(ss.transports, key)
+		}
+	}
+	ss.mu.Unlock()
+	// Outside ss.mu: a stream's Close takes it.
+	for _, t := range ts {
+		t.CloseIdleConnections()
+	}
+	for _, c := range conns {
+		_ = c.Close()
+	}
+}
