@@ -1,8 +1,10 @@
 package relayd
 
 import (
+	"context"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/trycua/cua-spacesd/relay/protocol"
 )
@@ -82,5 +84,65 @@ func (ss *session) cut(person string) {
 	}
 	for _, c := range conns {
 		_ = c.Close()
+	}
+}
+
+// liveShared is the highest role each shared person has on a live stream
+// of the session.
+func (ss *session) liveShared() map[string]protocol.Role {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	out := map[string]protocol.Role{}
+	for c := range ss.open {
+		if shared(c.role) && out[c.person] != protocol.RoleEditor {
+			out[c.person] = c.role
+		}
+	}
+	return out
+}
+
+// recheckLoop reads the shares of every person with a live stream again
+// every Limits.Recheck until ctx ends (DESIGN §4: a re-check catches a
+// lost revocation).
+func (s *Server) recheckLoop(ctx context.Context) {
+	t := time.NewTicker(s.cfg.Limits.Recheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.recheck(ctx)
+		}
+	}
+}
+
+// recheck kicks, on every attached computer, the people whose share is
+// gone or whose role is lower than a live stream of theirs carries: the
+// same Kick and cut an unshare does.
+func (s *Server) recheck(ctx context.Context) {
+	s.mu.Lock()
+	all := make([]*session, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		all = append(all, ss)
+	}
+	s.mu.Unlock()
+	for _, ss := range all {
+		for p, had := range ss.liveShared() {
+			if p == ss.comp.Owner {
+				continue
+			}
+			now, err := s.cfg.Store.RoleOf(ctx, ss.comp.Name, p)
+			if err != nil {
+				// A store that cannot answer revokes nothing: the next
+				// round tries again.
+				s.log.Warn("share recheck", "computer", ss.comp.Name, "err", err)
+				continue
+			}
+			if now == "" || had == protocol.RoleEditor && now != protocol.RoleEditor {
+				s.log.Info("share recheck: revoked", "computer", ss.comp.Name, "person", p, "had", had, "now", now)
+				ss.kick(p, "the share ended")
+			}
+		}
 	}
 }
