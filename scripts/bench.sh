@@ -55,6 +55,12 @@ COUNT=1 bench ./test/relay 'RelayExecTrue|RelayPTYEcho$' 500x
 COUNT=1 bench ./test/relay 'RelayPTYEchoDuringDownload' 300x
 COUNT=1 bench ./test/relay 'RelayDownload256MiB' 3x
 
+section "the daemon's check of a caller, same run: a direct call's token (sha256 + constant-time compare) vs a relayed stream's grant (ed25519 verify + role, once per stream) vs the role check alone (each later call on a pooled relayed stream)"
+bench ./spacesd/server 'GrantCheck' 20000x
+
+section "unshare (the relay's DELETE) to the end of a shared editor's live PTY (a WebSocket through the relay) and of a shared viewer's live stream (a WHEP viewer through the relay), median of 5 (target <= 500 ms)"
+COUNT=1 bench ./test/relay 'UnshareEnds' 5x
+
 section "a stream through cua-relay vs direct to the Space, same run, 1280x720, Go receiver, 3 rounds each: first frame from the viewer's first request, glass-to-glass p50/p95; media direct through the relay's HTTPS, and relayed by its TURN (relay-only on both ends, UDP) (targets: TURN adds <= 100 ms to the first frame, <= 5 ms to glass-to-glass p50)"
 COUNT=1 bench ./test/relay 'RelayStreamTURN' 1x
 

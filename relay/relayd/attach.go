@@ -53,6 +53,7 @@ type session struct {
 	mu         sync.Mutex
 	transports map[string]*http.Transport // by person, role (and bulk or not)
 	open       map[*countedConn]struct{}  // streams open now, with their person (people.go)
+	people     map[string]int             // open streams by person and role, shared ones only
 }
 
 // handleAttach is GET /v1/attach: the computer token is checked before the
@@ -228,9 +229,14 @@ func (s *Server) register(ss *session) bool {
 }
 
 func (s *Server) audit(action, computer, detail string) {
+	s.auditAt(s.clock.Now(), action, computer, detail)
+}
+
+// auditAt appends a line of an event at ts.
+func (s *Server) auditAt(ts time.Time, action, computer, detail string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := s.cfg.Store.Audit(ctx, store.AuditEntry{TS: s.clock.Now().UnixMilli(), Action: action, Space: computer, Detail: detail}); err != nil {
+	if err := s.cfg.Store.Audit(ctx, store.AuditEntry{TS: ts.UnixMilli(), Action: action, Space: computer, Detail: detail}); err != nil {
 		s.log.Warn("audit", "action", action, "computer", computer, "err", err)
 	}
 }
@@ -387,6 +393,9 @@ type countedConn struct {
 	// person and role are of the grant the stream carries.
 	person string
 	role   protocol.Role
+	// why is set (under session.mu) when the relay cuts the stream: the
+	// detach line's reason.
+	why string
 }
 
 func (c *countedConn) Close() error {

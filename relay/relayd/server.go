@@ -61,6 +61,10 @@ const (
 	MaxBadTokenPauses = 64
 	// GoAwayRetryAfter is what a shutdown's GoAway asks Spaces to wait.
 	GoAwayRetryAfter = time.Second
+	// DefaultRecheck is how often the shares of people with live streams
+	// are read again: a revocation whose cut was lost (another node, a
+	// failed write) still ends their streams within it.
+	DefaultRecheck = 30 * time.Second
 	// shutdownCloseWait is how long Shutdown gives Spaces to leave after
 	// its GoAway before it closes their sessions.
 	shutdownCloseWait = 500 * time.Millisecond
@@ -91,6 +95,9 @@ type Limits struct {
 	// MaxLinkStreams caps the streams of link forwards open at once on
 	// one session (default DefaultMaxLinkStreams, at most MaxStreams).
 	MaxLinkStreams int
+	// Recheck is how often the shares of the people with live streams
+	// are read again (default DefaultRecheck; tests shorten it).
+	Recheck time.Duration
 }
 
 // Config is what a Server runs with.
@@ -205,6 +212,9 @@ func New(cfg Config) (*Server, error) {
 		l.MaxLinkStreams = DefaultMaxLinkStreams
 	}
 	l.MaxLinkStreams = min(l.MaxLinkStreams, l.MaxStreams)
+	if l.Recheck <= 0 {
+		l.Recheck = DefaultRecheck
+	}
 	s := &Server{
 		cfg: cfg, log: cfg.Logger, clock: cfg.Clock,
 		pauses:   make(chan struct{}, MaxBadTokenPauses),
@@ -282,6 +292,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsConfig *tls.Conf
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	rctx, stopRecheck := context.WithCancel(ctx)
+	defer stopRecheck()
+	go s.recheckLoop(rctx)
 	select {
 	case err := <-errc:
 		s.Shutdown()

@@ -290,7 +290,7 @@ func (s *Server) afterChange(ctx context.Context, computer string, before map[st
 		if now == "" || old == protocol.RoleEditor {
 			ss.kick(p, why)
 		} else {
-			ss.cut(p)
+			ss.cut(p, "their role changed")
 		}
 	}
 }

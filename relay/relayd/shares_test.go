@@ -102,7 +102,11 @@ type shareFixture struct {
 }
 
 func newShareFixture(t *testing.T) *shareFixture {
-	r := startRelay(t, t.TempDir(), relayd.Limits{})
+	return newShareFixtureLimits(t, relayd.Limits{})
+}
+
+func newShareFixtureLimits(t *testing.T, limits relayd.Limits) *shareFixture {
+	r := startRelay(t, t.TempDir(), limits)
 	f := &shareFixture{r: r, ann: r.user("ann"), bob: r.user("bob"), out: r.user("out"), solo: r.user("solo")}
 	c := relayd.NewAdminClient(r.dataDir)
 	if _, err := c.CreateUser(t.Context(), "cat", "Cat@Example.org"); err != nil {
