@@ -136,6 +136,7 @@ func (s *Store) deleteComputer(ctx context.Context, c Computer, reason string) e
 	if err := s.computers.Delete(ctx, c.Name); err != nil && !isNotFound(err) {
 		return storeErr("remove computer "+c.Name, err)
 	}
+	s.computerMirror.forget(c.Name)
 	// Its shares go with it: a name registered again starts unshared.
 	if err := s.shares.Delete(ctx, c.Name); err != nil && !isNotFound(err) {
 		return storeErr("remove the shares of "+c.Name, err)

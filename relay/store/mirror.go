@@ -16,7 +16,8 @@ import (
 // record just written is found at once. A change or a removal reaches the
 // mirror as the watch delivers it (milliseconds): that long, a removed
 // user's token or a removed computer may still be seen by a relayed
-// request. Paths where that matters more (a computer token at attach,
+// request on another node; this node's own removals are forgotten at once
+// (forget). Paths where that matters more (a computer token at attach,
 // whose record a rotation just replaced) read the bucket itself.
 type mirror struct {
 	kv jetstream.KeyValue
@@ -85,6 +86,16 @@ func (m *mirror) get(ctx context.Context, key string) ([]byte, error) {
 		return nil, err
 	}
 	return e.Value(), nil
+}
+
+// forget drops key at once, for a removal this node made: its own next
+// read must not find what it just removed, whenever the watch delivers
+// the removal (read your own writes). Another node's removals still
+// arrive with the watch.
+func (m *mirror) forget(key string) {
+	m.mu.Lock()
+	delete(m.m, key)
+	m.mu.Unlock()
 }
 
 // stop ends the watch and waits for its goroutine.

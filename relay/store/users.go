@@ -186,6 +186,7 @@ func (s *Store) DeleteUser(ctx context.Context, name string) ([]string, error) {
 	if err := s.users.Delete(ctx, u.ID); err != nil {
 		return gone, storeErr("remove user "+name, err)
 	}
+	s.userMirror.forget(u.ID)
 	return gone, nil
 }
 
@@ -274,5 +275,6 @@ func (s *Store) retire(ctx context.Context, key string, r retiredRecord) error {
 	if err := s.tokens.Delete(ctx, key); err != nil && !isNotFound(err) {
 		return storeErr("retire a token", err)
 	}
+	s.tokenMirror.forget(key)
 	return nil
 }
