@@ -303,7 +303,13 @@ func TestTicketConnsStayAnonymous(t *testing.T) {
 	good.mustGet(t, "/v1/capabilities", tok, http.StatusOK)
 	good.mustGet(t, "/v1/capabilities", tok, http.StatusOK)
 	// The ticket connections opened first made room for the later ones.
-	if !holders[0].closedByServer(t) {
-		t.Fatal("the oldest idle ticket connection was held past the anonymous cap")
+	// Which of the first half went first depends on when each turned idle
+	// (the server marks a connection idle after its answer, racing the
+	// next dial): one of them must have.
+	for _, h := range holders[:maxTotal/2] {
+		if h.closedByServer(t) {
+			return
+		}
 	}
+	t.Fatal("none of the oldest idle ticket connections was closed past the anonymous cap")
 }
