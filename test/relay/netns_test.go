@@ -75,23 +75,38 @@ func (n *netns) command(name string, args ...string) *exec.Cmd {
 }
 
 // do runs f on an OS thread that entered n: a socket made there stays in
-// n wherever it is used from. The thread is never handed back to other
-// goroutines (it ends with f's goroutine, still locked).
+// n wherever it is used from. The thread then goes back to the test's own
+// namespace before it is handed back to other goroutines. It must not die
+// instead: a child process started from it earlier (Xvfb, with the
+// parent-death signal, which Linux ties to the thread) would be killed
+// with it, which made this package's X server vanish under its tests.
 func (n *netns) do(f func()) error {
 	errc := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies in n
+		runtime.LockOSThread()
+		own, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("open this thread's netns: %w", err)
+			return
+		}
+		defer unix.Close(own)
 		fd, err := unix.Open("/run/netns/"+n.name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
+			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("open netns %s: %w", n.name, err)
 			return
 		}
 		defer unix.Close(fd)
 		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("enter netns %s: %w", n.name, err)
 			return
 		}
 		f()
+		if unix.Setns(own, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread() // back home: the thread may serve others
+		} // else it stays locked, and dies with this goroutine in n
 		errc <- nil
 	}()
 	return <-errc
