@@ -42,22 +42,6 @@ const (
 func TestStreamThroughTURNAcrossNetworks(t *testing.T) {
 	desktoptest.Require(t)
 	vp8test.Require(t)
-	// The Space and its display first, its X connection made, before any
-	// namespace exists: in one CI run in two, a Space that first dialled
-	// its X server after the namespaces were made found no socket file
-	// (see the closing note of 2026-12-03).
-	display := desktoptest.Start(t, desktoptest.Options{Size: "640x480"})
-	desktoptest.NewXClient(t, display, desktoptest.RandomWord(t), 200, 150, []desktoptest.Fill{{W: 200, H: 150, RGB: 0xcc6633}})
-	s := startSpace(t, display)
-	if caps, err := s.d.Client.Capabilities(t.Context()); err != nil {
-		t.Fatal(err)
-	} else if ok, lim := caps.Supports(api.FeatureDesktopStream); !ok {
-		t.Fatalf("desktop_stream unsupported: %s", lim)
-	}
-	if _, _, err := s.d.Client.Screenshot(t.Context(), api.ScreenshotRequest{}); err != nil {
-		t.Fatalf("a screenshot before the namespaces: %v", err)
-	}
-
 	relayNS, viewerNS := newNetns(t, "relay"), newNetns(t, "viewer")
 	link(t, vethEnd{nil, "cuasp0", spaceSideSpace + "/24"}, vethEnd{relayNS, "cuarl0", spaceSideRelay + "/24"})
 	link(t, vethEnd{viewerNS, "cuavw0", viewerSideHost + "/24"}, vethEnd{relayNS, "cuarl1", viewerSideRelay + "/24"})
@@ -82,7 +66,10 @@ func TestStreamThroughTURNAcrossNetworks(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	display := desktoptest.Start(t, desktoptest.Options{Size: "640x480"})
+	desktoptest.NewXClient(t, display, desktoptest.RandomWord(t), 200, 150, []desktoptest.Fill{{W: 200, H: 150, RGB: 0xcc6633}})
 	alice := newBridgeAt(t, spaceURL, caFile, userToken)
+	s := startSpace(t, display)
 	alice.addSpace(t, "box", s)
 	if r := alice.register(t, "box"); !r.Online {
 		t.Fatalf("register: %+v", r)
