@@ -351,6 +351,16 @@ type ViewerInput struct {
 // pointer moves or changes shape, ticket to renew a viewer's ticket, path
 // once the connection is up (and again when ICE picks another pair), and
 // error when a message of the viewer failed.
+//
+// Presence (every role, view-only too: it is not input): a viewer sends
+// peer with Peer{x, y} where its own pointer is over the video, in its
+// frame's pixels, or Peer{away: true} once the pointer left the video.
+// The daemon sends who (Viewers: everyone watching the Space, the
+// receiver flagged you) when the viewer's control channel opens and
+// whenever someone joins or leaves, and peer (Peer{id, x, y} or
+// Peer{id, away}) when another viewer of the same target moves, in the
+// receiver's frame pixels. A viewer's peer messages beyond
+// MaxPeerPerSecond are dropped.
 const (
 	ControlKeyframe = "keyframe"
 	ControlPing     = "ping"
@@ -360,7 +370,43 @@ const (
 	ControlTicket   = "ticket"
 	ControlPath     = "path"
 	ControlError    = "error"
+	ControlWho      = "who"
+	ControlPeer     = "peer"
 )
+
+// MaxPeerPerSecond bounds the peer (pointer presence) messages a viewer's
+// moves are relayed at; a page sends at most one per animation frame.
+const MaxPeerPerSecond = 30
+
+// PresenceViewer is one person watching a Space, as the who message and
+// StreamSession list them.
+type PresenceViewer struct {
+	// ID is the viewer's session id (StreamSession.ID): Peer.ID names it.
+	ID string `json:"id"`
+	// Name is who watches: the person the viewer's grant or ticket names
+	// (a relay user), or "owner" for a viewer on the Space's own token.
+	Name string `json:"name"`
+	// Role is owner, editor, viewer (a shared person's), or "" on the
+	// Space's own token.
+	Role     string `json:"role,omitempty"`
+	Target   string `json:"target"`
+	ViewOnly bool   `json:"view_only"`
+	// You marks the receiving viewer itself.
+	You bool `json:"you,omitempty"`
+}
+
+// PresenceOwnerName is PresenceViewer.Name for a viewer on the Space's
+// own token (or a ticket it minted), which names no person.
+const PresenceOwnerName = "owner"
+
+// PeerPointer is a viewer's pointer over the video (type peer).
+type PeerPointer struct {
+	// ID is the moving viewer's (absent in what a viewer sends).
+	ID   string `json:"id,omitempty"`
+	X    int    `json:"x"`
+	Y    int    `json:"y"`
+	Away bool   `json:"away,omitempty"`
+}
 
 // ViewerControl is one message of the control channel (and the error
 // answer of the input channels).
@@ -382,6 +428,10 @@ type ViewerControl struct {
 	Error     *Error     `json:"error,omitempty"`
 	// Path is the way the media took once connected (type path).
 	Path *StreamPath `json:"path,omitempty"`
+	// Viewers is everyone watching the Space (type who).
+	Viewers []PresenceViewer `json:"viewers,omitempty"`
+	// Peer is a viewer's pointer (type peer).
+	Peer *PeerPointer `json:"peer,omitempty"`
 }
 
 // StreamPath is the candidate pair ICE chose for a viewer: Media is

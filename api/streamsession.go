@@ -45,4 +45,7 @@ type StreamSession struct {
 	// candidate pair), as the viewer's "path" control message says it.
 	Path      *StreamPath `json:"path,omitempty"`
 	StartedAt time.Time   `json:"started_at"`
+	// Name and Role say who watches (PresenceViewer's).
+	Name string `json:"name"`
+	Role string `json:"role,omitempty"`
 }
