@@ -51,9 +51,9 @@ type selfEnv struct {
 	held chan struct{}
 }
 
-func newSelfEnv(t *testing.T) *selfEnv {
+func newSelfEnv(t *testing.T, token string) *selfEnv {
 	t.Helper()
-	e := &selfEnv{auth: server.NewAuth("the-token", nil), held: make(chan struct{}, 4)}
+	e := &selfEnv{auth: server.NewAuth(token, nil), held: make(chan struct{}, 4)}
 	mcp := func(h server.Host) (server.Service, error) {
 		s, err := New(nil, Options{})(h)
 		if err == nil {
@@ -93,7 +93,7 @@ func do(ctx context.Context, cl *client.Client, method, path string) (string, ap
 // old one's. The token's caller is served as the token's holder.
 func TestSelfClientActsAsCaller(t *testing.T) {
 	t.Parallel()
-	e := newSelfEnv(t)
+	e := newSelfEnv(t, "the-token")
 	for _, c := range []struct {
 		name   string
 		caller server.Caller
@@ -127,6 +127,20 @@ func TestSelfClientActsAsCaller(t *testing.T) {
 			}
 		})
 	}
+	// A daemon without a token (loopback only) answers the token's
+	// holder, the owner, without one: a relayed editor is still only that.
+	open := newSelfEnv(t, "")
+	cl, err := open.svc.self.clientFor(relayed("bob", server.RoleEditor, 0), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := do(t.Context(), cl, http.MethodGet, "/t/who"); got != "u-bob/editor" {
+		t.Errorf("an editor on a daemon without a token: who %q", got)
+	}
+	if _, kind := do(t.Context(), cl, http.MethodPut, "/t/owner"); kind != api.KindPermissionDenied {
+		t.Errorf("an editor on a daemon without a token, the owner's route: kind %q, want permission_denied", kind)
+	}
+
 	editor, _ := e.svc.self.clientFor(relayed("bob", server.RoleEditor, 0), "")
 	viewer, _ := e.svc.self.clientFor(relayed("bob", server.RoleViewer, 0), "")
 	again, _ := e.svc.self.clientFor(relayed("bob", server.RoleEditor, 0), "")
@@ -140,7 +154,7 @@ func TestSelfClientActsAsCaller(t *testing.T) {
 // the bound, a client let go still ends its call.
 func TestSelfClientKickAndBound(t *testing.T) {
 	t.Parallel()
-	e := newSelfEnv(t)
+	e := newSelfEnv(t, "the-token")
 	bob := relayed("bob", server.RoleEditor, 0)
 	cl, err := e.svc.self.clientFor(bob, "")
 	if err != nil {
