@@ -206,3 +206,33 @@ func TestSelfClientKickAndBound(t *testing.T) {
 		t.Fatalf("p0's client after it was let go: %q %s", got, kind)
 	}
 }
+
+// A rotation of the token ends the principals' clients made under the old
+// one, as it ends their relayed connections; the next generation's caller
+// gets a client of its own.
+func TestSelfClientRotation(t *testing.T) {
+	t.Parallel()
+	e := newSelfEnv(t, "the-token")
+	gen := e.auth.Generation()
+	old, err := e.svc.self.clientFor(relayed("bob", server.RoleEditor, gen), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, kind := do(t.Context(), old, http.MethodGet, "/t/who"); got != "u-bob/editor" {
+		t.Fatalf("before the rotation: %q %s", got, kind)
+	}
+	e.auth.Rotate("the-next-token")
+	if got, kind := do(t.Context(), old, http.MethodGet, "/t/who"); kind == "" {
+		t.Fatalf("the old generation's client after the rotation: %q", got)
+	}
+	fresh, err := e.svc.self.clientFor(relayed("bob", server.RoleEditor, e.auth.Generation()), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh == old {
+		t.Fatal("the new generation reuses the old one's client")
+	}
+	if got, kind := do(t.Context(), fresh, http.MethodGet, "/t/who"); got != "u-bob/editor" {
+		t.Fatalf("after the rotation, the new generation: %q %s", got, kind)
+	}
+}
