@@ -180,14 +180,15 @@ func (a *attacher) current() (attachment, bool) {
 }
 
 // learn records what a welcome taught (the computer's name, the pinned
-// key) and keeps it in the state dir.
-func (a *attacher) learn(computer string, key ed25519.PublicKey) {
+// key) and the URL that worked, and keeps them in the state dir: a
+// restarted Space starts at that URL.
+func (a *attacher) learn(computer string, key ed25519.PublicKey, url string) {
 	a.mu.Lock()
 	if a.att == nil {
 		a.mu.Unlock()
 		return
 	}
-	a.att.Computer, a.att.GrantKey = computer, formatGrantKey(key)
+	a.att.Computer, a.att.GrantKey, a.att.LastURL = computer, formatGrantKey(key), url
 	att := *a.att
 	a.mu.Unlock()
 	if err := saveState(a.o.StateDir, att); err != nil {
@@ -219,44 +220,37 @@ func (a *attacher) waitConnected(ctx context.Context, d time.Duration) api.Relay
 	}
 }
 
-// loop dials the relay's URLs in turn until ctx ends, waiting between
-// tries as the relay asks or by the backoff.
+// loop dials the relay's URLs until ctx ends. It starts at the URL of the
+// last good session (kept in the state dir) and moves to the next URL
+// whenever a session or a dial fails: a node that died, refused the Space
+// or sent go_away is left for another node of the relay. A round tries
+// each URL once; within a round the move goes at once (after a go_away,
+// after its Retry-After), and between rounds the backoff waits (redial.go).
 func (a *attacher) loop(ctx context.Context) {
-	b := backoff{rand: a.o.Rand}
-	for i := 0; ; i++ {
+	att, ok := a.current()
+	if !ok {
+		return
+	}
+	r := newRedial(att, a.o.Rand)
+	for {
 		att, ok := a.current()
 		if !ok {
 			return
 		}
-		url := att.URLs[i%len(att.URLs)]
-		var connectedFor time.Duration
-		err := a.session(ctx, url, att, &connectedFor)
+		url := r.url(att.URLs)
+		var res sessionResult
+		err := a.session(ctx, url, att, &res)
 		if ctx.Err() != nil {
 			return
 		}
 		var refused *dialRefusedError
 		a.failed(err, errors.As(err, &refused) && refused.tokenRefused())
-		if connectedFor >= HealthyReset {
-			b.reset()
-		}
-		var wait time.Duration
-		var goAway *goAwayError
-		switch {
-		case errors.Is(err, errGrantKeyChanged):
+		if errors.Is(err, errGrantKeyChanged) {
 			a.log.Error("relay: the relay's grant key changed; refusing it until the Space is attached again (PUT /v1/relay)", "url", url)
 			return
-		case errors.Is(err, errClockJump):
-			wait = 0
-		case errors.As(err, &goAway):
-			wait = max(goAway.m.RetryAfter.Duration(), b.next())
-		case errors.As(err, &refused) && refused.tokenRefused():
-			wait = max(RefusedRetry, b.next())
-		case errors.As(err, &refused):
-			wait = max(refused.RetryAfter, b.next())
-		default:
-			wait = b.next()
 		}
-		a.log.Info("relay: session ended; redialling", "url", url, "err", err, "wait", wait)
+		wait := r.after(len(att.URLs), res, err)
+		a.log.Info("relay: session ended; redialling", "url", url, "next", r.url(att.URLs), "err", err, "wait", wait)
 		select {
 		case <-ctx.Done():
 			return
@@ -279,9 +273,16 @@ func dialer(cfg *tls.Config) *websocket.Dialer {
 	return &websocket.Dialer{TLSClientConfig: cfg, HandshakeTimeout: dialTimeout, Proxy: http.ProxyFromEnvironment}
 }
 
+// sessionResult is what the redial needs of a session that ended: whether
+// it came up, and for how long.
+type sessionResult struct {
+	up     bool
+	lasted time.Duration
+}
+
 // session dials url, runs one control session until it ends, and answers
-// why; connectedFor is how long it was up.
-func (a *attacher) session(ctx context.Context, url string, att attachment, connectedFor *time.Duration) error {
+// why; res says whether it came up and how long it lasted.
+func (a *attacher) session(ctx context.Context, url string, att attachment, res *sessionResult) error {
 	tok, err := att.readToken()
 	if err != nil {
 		return err
@@ -310,7 +311,14 @@ func (a *attacher) session(ctx context.Context, url string, att attachment, conn
 		conn.Close()
 		return err
 	}
-	defer sess.Close()
+	// A session left after a go_away lingers (linger.go): closing it is
+	// then the lingering goroutine's.
+	lingers := false
+	defer func() {
+		if !lingers {
+			_ = sess.Close()
+		}
+	}()
 	// A detach during the handshake must not wait for its deadlines.
 	stopClose := context.AfterFunc(ctx, func() { _ = sess.Close() })
 	defer stopClose()
@@ -340,19 +348,23 @@ func (a *attacher) session(ctx context.Context, url string, att attachment, conn
 	if !stopClose() {
 		return ctx.Err() // detached meanwhile
 	}
-	if pinned == nil || att.Computer != welcome.Computer {
-		a.learn(welcome.Computer, welcome.GrantKey)
+	if pinned == nil || att.Computer != welcome.Computer || att.LastURL != url {
+		a.learn(welcome.Computer, welcome.GrantKey, url)
 	}
 	start := a.clock.Monotonic()
-	defer func() { *connectedFor = a.clock.Monotonic() - start }()
+	res.up = true
+	defer func() { res.lasted = a.clock.Monotonic() - start }()
 	a.update(func(st *api.RelayStatus) {
 		st.Connected, st.URL, st.Node = true, url, welcome.Node
 		st.ConnectedSinceMS = a.clock.Now().UnixMilli()
 	})
 	a.log.Info("relay: attached", "url", url, "node", welcome.Node, "computer", welcome.Computer)
 	ss := &session{a: a, url: url, sess: sess, w: w, r: r, key: welcome.GrantKey, computer: welcome.Computer,
-		version: welcome.Version, heartbeat: welcome.Heartbeat.Duration(), tls: cfg}
-	return ss.run(ctx)
+		version: welcome.Version, heartbeat: welcome.Heartbeat.Duration(), tls: cfg, goAway: make(chan protocol.GoAway, 1)}
+	err = ss.run(ctx)
+	var goAway *goAwayError
+	lingers = errors.As(err, &goAway)
+	return err
 }
 
 // session is one control session, up.
@@ -368,6 +380,8 @@ type session struct {
 	heartbeat time.Duration
 	tls       *tls.Config
 	lastRecv  atomic.Int64 // monotonic ns of the last frame read
+	// goAway carries the relay's go_away from the control reader.
+	goAway chan protocol.GoAway
 }
 
 func (s *session) run(ctx context.Context) error {
@@ -394,6 +408,16 @@ func (s *session) run(ctx context.Context) error {
 			return end(protocol.CloseNormal, ctx.Err())
 		case err := <-errc:
 			return end(0, err)
+		case m := <-s.goAway:
+			// The streams in flight finish on this session while the
+			// Space dials the next node (linger.go).
+			s.a.wg.Add(1)
+			go func() {
+				defer s.a.wg.Done()
+				s.linger(ctx, errc)
+				_ = end(protocol.CloseNormal, nil)
+			}()
+			return &goAwayError{m}
 		case <-clock.After(s.heartbeat):
 		}
 		w1, m1 := clock.Now(), clock.Monotonic()
@@ -425,7 +449,11 @@ func (s *session) readControl(ctx context.Context) error {
 			}
 		case protocol.Pong:
 		case protocol.GoAway:
-			return &goAwayError{m}
+			// Read on: a lingering session still answers pings and kicks.
+			select {
+			case s.goAway <- m:
+			default:
+			}
 		case protocol.Kick:
 			n, held := s.a.kick(m.Person)
 			s.a.log.Info("relay: kicked", "person", m.Person, "reason", m.Reason, "connections", n, "streams", held)
