@@ -10,6 +10,8 @@
 //	cua-relay token create USER --data-dir DIR     prints a user's API token, once
 //	cua-relay computer ls --data-dir DIR
 //	cua-relay metrics --data-dir DIR               the node's Prometheus metrics
+//	cua-relay drain --data-dir DIR [--retry-after 2s] [--grace 30s]   move the node's Spaces to other nodes
+//	cua-relay status --data-dir DIR                the node: sessions, draining or not
 //	cua-relay version
 package main
 
@@ -60,6 +62,13 @@ const usage = `usage: cua-relay <command> [flags]
   token create USER --data-dir DIR     prints a new API token for USER, once
   computer ls --data-dir DIR
   metrics --data-dir DIR               prints the running relay's metrics (Prometheus text)
+  drain --data-dir DIR [--retry-after 2s] [--grace 30s]
+                                       before stopping a node: go_away to its Spaces (they attach
+                                       to another node after the retry-after), new attaches refused
+                                       (503), what is in flight kept for the grace; prints how many
+                                       sessions left; the node drains until it stops (SIGUSR1 to
+                                       serve drains with the defaults)
+  status --data-dir DIR [--json]       the node: its sessions, and whether it drains
   version
 --data-dir defaults to $` + dataDirEnv + `.`
 
@@ -81,6 +90,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return admin(ctx, cmd, args, stdout, stderr)
 	case "metrics":
 		return metrics(ctx, args, stdout, stderr)
+	case "drain":
+		return drain(ctx, args, stdout, stderr)
+	case "status":
+		return status(ctx, args, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "cua-relay %s (protocol %d)\n", version, protocol.Version)
 		return 0
@@ -193,6 +206,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// SIGUSR1 drains (SIGTERM stays the full stop; SIGHUP means reload
+	// by custom and comes when a terminal goes; SIGQUIT dumps Go's
+	// stacks). Asked for before Start: its default action is to exit.
+	drainSig := make(chan os.Signal, 1)
+	signal.Notify(drainSig, syscall.SIGUSR1)
+	defer signal.Stop(drainSig)
 	r, err := relayd.Start(ctx, ln, relayd.Options{DataDir: *dataDir, Node: *node, URLs: urls, TLS: tlsConfig, Logger: log, Version: version, TURN: turnOpts})
 	if err != nil {
 		ln.Close()
@@ -215,7 +234,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "cua-relay: TURN off")
 	}
 	log.Info("cua-relay serving", "addr", ln.Addr().String(), "version", version, "tls", tlsConfig != nil, "urls", r.URLs)
-	<-ctx.Done()
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-drainSig:
+			log.Info("SIGUSR1: draining", "retry_after", relayd.DefaultDrainRetryAfter, "grace", relayd.DefaultDrainGrace)
+			// In the background: a SIGTERM meanwhile still stops the node
+			// (the drain's report is logged by the server).
+			go func() { _, _ = r.Server.Drain(relayd.DefaultDrainRetryAfter, relayd.DefaultDrainGrace) }()
+		}
+	}
 	log.Info("cua-relay shutting down")
 	if err := r.Close(); err != nil {
 		log.Error("close", "err", err)
@@ -283,6 +311,83 @@ func metrics(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	_, _ = io.WriteString(stdout, text)
+	return 0
+}
+
+// drain drains the running node through its admin socket.
+func drain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("drain", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := fs.String("data-dir", os.Getenv(dataDirEnv), "the data dir of the running relay")
+	retry := fs.Duration("retry-after", relayd.DefaultDrainRetryAfter, "the go_away's reconnect delay, and the Retry-After of refused attaches")
+	grace := fs.Duration("grace", relayd.DefaultDrainGrace, "how long what is in flight may finish before the node ends the sessions left")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *dataDir == "" || fs.NArg() != 0 {
+		fmt.Fprintf(stderr, "cua-relay: usage: drain --data-dir DIR (or $%s) [--retry-after 2s] [--grace 30s]\n", dataDirEnv)
+		return 2
+	}
+	// On the wire a zero is the server's default: the flags want more.
+	if *retry < time.Millisecond || *grace < time.Millisecond {
+		fmt.Fprintln(stderr, "cua-relay: drain: --retry-after and --grace must be at least 1ms")
+		return 2
+	}
+	req := relayapi.DrainRequest{RetryAfterMS: retry.Milliseconds(), GraceMS: grace.Milliseconds()}
+	rep, err := relayd.NewAdminClient(*dataDir).Drain(ctx, req)
+	if err != nil {
+		e := api.AsError(err)
+		fmt.Fprintf(stderr, "cua-relay: %s: %s\n", e.Kind, e.Message)
+		return 1
+	}
+	if *asJSON {
+		return printJSON(stdout, rep)
+	}
+	fmt.Fprintf(stdout, "node %s is draining: %d session(s) told to go away (reconnect after %s); %d left, %d cut after the %s grace, in %s\n",
+		rep.Node, rep.Sessions, *retry, rep.Left, rep.Cut, *grace, time.Duration(rep.TookMS)*time.Millisecond)
+	fmt.Fprintln(stdout, "it refuses new attaches until it stops; stop it now (SIGTERM)")
+	return 0
+}
+
+// status prints the running node's state.
+func status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := fs.String("data-dir", os.Getenv(dataDirEnv), "the data dir of the running relay")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *dataDir == "" || fs.NArg() != 0 {
+		fmt.Fprintf(stderr, "cua-relay: usage: status --data-dir DIR (or $%s) [--json]\n", dataDirEnv)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	st, err := relayd.NewAdminClient(*dataDir).Node(ctx)
+	if err != nil {
+		e := api.AsError(err)
+		fmt.Fprintf(stderr, "cua-relay: %s: %s\n", e.Kind, e.Message)
+		return 1
+	}
+	if *asJSON {
+		return printJSON(stdout, st)
+	}
+	state := "serving"
+	if st.Draining {
+		state = "draining since " + time.UnixMilli(st.DrainingSinceMS).UTC().Format(time.RFC3339) + " (refuses new attaches)"
+	}
+	fmt.Fprintf(stdout, "node %s (cua-relay %s): %s; %d session(s) attached; URLs %s\n", st.Node, st.Version, state, st.Sessions, strings.Join(st.URLs, ", "))
+	return 0
+}
+
+func printJSON(w io.Writer, v any) int {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return 1
+	}
 	return 0
 }
 
