@@ -38,7 +38,7 @@ type nodes struct {
 type node struct {
 	name     string
 	srv      *relayd.Server
-	addr     string           // its listener
+	addr     string            // its listener
 	link     *faultproxy.Proxy // what Spaces dial (wss://link.Addr)
 	adminDir string
 	cancel   context.CancelFunc
