@@ -145,19 +145,10 @@ func (s *Server) NodeStatus() relayapi.NodeStatus {
 }
 
 func (s *Server) adminDrain(w http.ResponseWriter, r *http.Request) {
-	var req relayapi.DrainRequest
-	if r.ContentLength != 0 {
-		if err := readJSON(r, &req); err != nil {
-			writeError(w, err)
-			return
-		}
-	}
-	retry, grace := DefaultDrainRetryAfter, DefaultDrainGrace
-	if req.RetryAfterMS != 0 {
-		retry = time.Duration(req.RetryAfterMS) * time.Millisecond
-	}
-	if req.GraceMS != 0 {
-		grace = time.Duration(req.GraceMS) * time.Millisecond
+	retry, grace, err := drainParams(r)
+	if err != nil {
+		writeError(w, err)
+		return
 	}
 	rep, err := s.Drain(retry, grace)
 	if err != nil {
@@ -165,6 +156,33 @@ func (s *Server) adminDrain(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, rep)
+}
+
+// drainParams reads a drain's body (none, or a relayapi.DrainRequest):
+// its reconnect delay and grace, zero ones the defaults, both in bounds.
+func drainParams(r *http.Request) (retry, grace time.Duration, err error) {
+	var req relayapi.DrainRequest
+	if r.ContentLength != 0 {
+		if err := readJSON(r, &req); err != nil {
+			return 0, 0, err
+		}
+	}
+	retry, grace = DefaultDrainRetryAfter, DefaultDrainGrace
+	// Bounded before the multiplication: a huge count of milliseconds
+	// must not wrap into a valid duration.
+	if req.RetryAfterMS < 0 || req.RetryAfterMS > protocol.MaxRetryAfter.Milliseconds() {
+		return 0, 0, api.Errorf(api.KindInvalidArgument, "retry_after_ms %d: want 0 to %d", req.RetryAfterMS, protocol.MaxRetryAfter.Milliseconds())
+	}
+	if req.GraceMS < 0 || req.GraceMS > MaxDrainGrace.Milliseconds() {
+		return 0, 0, api.Errorf(api.KindInvalidArgument, "grace_ms %d: want 0 to %d", req.GraceMS, MaxDrainGrace.Milliseconds())
+	}
+	if req.RetryAfterMS != 0 {
+		retry = time.Duration(req.RetryAfterMS) * time.Millisecond
+	}
+	if req.GraceMS != 0 {
+		grace = time.Duration(req.GraceMS) * time.Millisecond
+	}
+	return retry, grace, nil
 }
 
 func (s *Server) adminNode(w http.ResponseWriter, _ *http.Request) {
