@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -112,6 +113,31 @@ func TestAdminCLIAgainstRunningRelay(t *testing.T) {
 	}
 	if code, _, _ := cli("user", "frob"); code != 2 {
 		t.Fatalf("an unknown command: %d", code)
+	}
+	// Drain: status says serving, then (SIGUSR1, then the command) draining.
+	if code, out, errs := cli("status"); code != 0 || !strings.Contains(out, "node n1") || !strings.Contains(out, ": serving;") {
+		t.Fatalf("status: %d %q %s", code, out, errs)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		code, out, _ := cli("status")
+		if code == 0 && strings.Contains(out, "draining since") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status after SIGUSR1: %d %q", code, out)
+		}
+	}
+	if code, out, errs := cli("drain", "--retry-after", "1s", "--grace", "1s"); code != 0 || !strings.Contains(out, "node n1 is draining: 0 session(s)") {
+		t.Fatalf("drain: %d %q %s", code, out, errs)
+	}
+	if code, _, errs := cli("drain", "--grace", "0s"); code != 2 || !strings.Contains(errs, "at least 1ms") {
+		t.Fatalf("drain --grace 0s: %d %s", code, errs)
+	}
+	if code, out, _ := cli("status", "--json"); code != 0 || !strings.Contains(out, `"draining": true`) {
+		t.Fatalf("status --json: %d %s", code, out)
 	}
 	cancel()
 	if code := <-served; code != 0 {

@@ -164,6 +164,7 @@ type Server struct {
 	sessions map[string]*session // by computer name
 	pending  map[[32]byte]*pendingData
 	closing  bool
+	drain    *drainState // nil: not draining (drain.go)
 
 	metrics  Metrics
 	proxyLog *log.Logger // ReverseProxy's own lines, at Debug
