@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -113,6 +114,31 @@ func TestAdminCLIAgainstRunningRelay(t *testing.T) {
 	if code, _, _ := cli("user", "frob"); code != 2 {
 		t.Fatalf("an unknown command: %d", code)
 	}
+	// Drain: status says serving, then (SIGUSR1, then the command) draining.
+	if code, out, errs := cli("status"); code != 0 || !strings.Contains(out, "node n1") || !strings.Contains(out, ": serving;") {
+		t.Fatalf("status: %d %q %s", code, out, errs)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		code, out, _ := cli("status")
+		if code == 0 && strings.Contains(out, "draining since") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status after SIGUSR1: %d %q", code, out)
+		}
+	}
+	if code, out, errs := cli("drain", "--retry-after", "1s", "--grace", "1s"); code != 0 || !strings.Contains(out, "node n1 is draining: 0 session(s)") {
+		t.Fatalf("drain: %d %q %s", code, out, errs)
+	}
+	if code, _, errs := cli("drain", "--grace", "0s"); code != 2 || !strings.Contains(errs, "at least 1ms") {
+		t.Fatalf("drain --grace 0s: %d %s", code, errs)
+	}
+	if code, out, _ := cli("status", "--json"); code != 0 || !strings.Contains(out, `"draining": true`) {
+		t.Fatalf("status --json: %d %s", code, out)
+	}
 	cancel()
 	if code := <-served; code != 0 {
 		t.Fatalf("serve: %d %s", code, serveErr.String())
@@ -161,5 +187,23 @@ func TestTURNFlags(t *testing.T) {
 	if code := run(t.Context(), []string{"serve", "--data-dir", t.TempDir(), "--insecure-no-tls", "--turn-tls-listen", "127.0.0.1:0"}, &out, &errb); code != 2 ||
 		!strings.Contains(errb.String(), "needs the relay's certificate") {
 		t.Fatalf("TURN over TLS without TLS: %d %s", code, errb.String())
+	}
+}
+
+// serve's --recheck takes a duration of a second or more: a re-check in a
+// tight loop would read every shared person's role without pause.
+func TestRecheckFlag(t *testing.T) {
+	for _, c := range []struct {
+		value, want string
+	}{
+		{"0s", "give 1s or more"},
+		{"500ms", "give 1s or more"},
+		{"soon", "invalid value"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(t.Context(), []string{"serve", "--data-dir", t.TempDir(), "--insecure-no-tls", "--turn-listen", "off", "--recheck", c.value}, &out, &errb)
+		if code != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("--recheck %s: %d %q", c.value, code, errb.String())
+		}
 	}
 }
