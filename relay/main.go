@@ -115,7 +115,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	turnIP := fs.String("turn-ip", "", "the IP given to TURN clients as their relayed address (default: the --turn-listen IP, else this machine's first non-loopback IPv4; behind a 1:1 NAT give the public IP)")
 	turnHost := fs.String("turn-host", "", "the TURN host put in credentials (default: the host each client reached the relay by)")
 	turnPorts := fs.String("turn-relay-ports", "", "LO-HI: the UDP ports of relayed addresses, for one firewall rule (default: the kernel's ephemeral ports)")
+	recheck := fs.Duration("recheck", relayd.DefaultRecheck, "how often the shares of people with live sessions are read again: the backstop for a revocation this node did not hear (at least 1s)")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *recheck < time.Second {
+		fmt.Fprintf(stderr, "cua-relay: --recheck %s: give 1s or more\n", *recheck)
 		return 2
 	}
 	switch {
@@ -193,7 +198,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	r, err := relayd.Start(ctx, ln, relayd.Options{DataDir: *dataDir, Node: *node, URLs: urls, TLS: tlsConfig, Logger: log, Version: version, TURN: turnOpts})
+	r, err := relayd.Start(ctx, ln, relayd.Options{DataDir: *dataDir, Node: *node, URLs: urls, TLS: tlsConfig, Logger: log, Version: version, TURN: turnOpts,
+		Limits: relayd.Limits{Recheck: *recheck}})
 	if err != nil {
 		ln.Close()
 		fmt.Fprintf(stderr, "cua-relay: %v\n", err)

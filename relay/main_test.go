@@ -163,3 +163,21 @@ func TestTURNFlags(t *testing.T) {
 		t.Fatalf("TURN over TLS without TLS: %d %s", code, errb.String())
 	}
 }
+
+// serve's --recheck takes a duration of a second or more: a re-check in a
+// tight loop would read every shared person's role without pause.
+func TestRecheckFlag(t *testing.T) {
+	for _, c := range []struct {
+		value, want string
+	}{
+		{"0s", "give 1s or more"},
+		{"500ms", "give 1s or more"},
+		{"soon", "invalid value"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(t.Context(), []string{"serve", "--data-dir", t.TempDir(), "--insecure-no-tls", "--turn-listen", "off", "--recheck", c.value}, &out, &errb)
+		if code != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("--recheck %s: %d %q", c.value, code, errb.String())
+		}
+	}
+}
