@@ -547,8 +547,28 @@ func ParseViewerControl(b []byte) (ViewerControl, error) {
 	switch m.Type {
 	case ControlKeyframe, ControlPing:
 		return m, nil
+	case ControlPeer:
+		return m, checkPeer(&m)
 	}
-	return m, Errorf(KindInvalidArgument, "control message of type %q: want keyframe or ping", m.Type)
+	return m, Errorf(KindInvalidArgument, "control message of type %q: want keyframe, ping or peer", m.Type)
+}
+
+// checkPeer checks a viewer's peer message. The id is the daemon's to
+// set (a viewer cannot speak for another), and an away pointer has no
+// place: both are cleared rather than refused.
+func checkPeer(m *ViewerControl) error {
+	if m.Peer == nil {
+		return Errorf(KindInvalidArgument, "peer message: peer is missing: send {\"x\":..,\"y\":..} or {\"away\":true}")
+	}
+	p := *m.Peer
+	p.ID = ""
+	if p.Away {
+		p.X, p.Y = 0, 0
+	} else if p.X < -maxCoordinate || p.X > maxCoordinate || p.Y < -maxCoordinate || p.Y > maxCoordinate {
+		return Errorf(KindInvalidArgument, "peer message: x and y must be within ±%d", maxCoordinate)
+	}
+	m.Peer = &p
+	return nil
 }
 
 // decodeMessage decodes one JSON object, refusing what is too long, not

@@ -54,14 +54,34 @@ func TestParseViewerInput(t *testing.T) {
 
 func TestParseViewerControl(t *testing.T) {
 	for in, ok := range map[string]bool{
-		`{"type":"keyframe"}`:             true,
-		`{"type":"ping","id":7,"t":12.5}`: true,
-		`{"type":"pong"}`:                 false, // the daemon's, not a viewer's
-		`{"type":"ping","extra":1}`:       false,
-		`nonsense`:                        false,
+		`{"type":"keyframe"}`:                        true,
+		`{"type":"ping","id":7,"t":12.5}`:            true,
+		`{"type":"pong"}`:                            false, // the daemon's, not a viewer's
+		`{"type":"ping","extra":1}`:                  false,
+		`nonsense`:                                   false,
+		`{"type":"peer","peer":{"x":10,"y":20}}`:     true,
+		`{"type":"peer","peer":{"away":true}}`:       true,
+		`{"type":"peer","peer":{"x":-1,"y":0}}`:      true, // just off the video's edge
+		`{"type":"peer"}`:                            false,
+		`{"type":"peer","peer":{"x":1e9,"y":0}}`:     false,
+		`{"type":"peer","peer":{"x":40000,"y":0}}`:   false,
+		`{"type":"peer","peer":{"x":1.5,"y":0}}`:     false,
+		`{"type":"peer","peer":{"x":1,"y":2,"z":3}}`: false,
+		`{"type":"who","viewers":[]}`:                false, // the daemon's
 	} {
 		if _, err := api.ParseViewerControl([]byte(in)); ok != (err == nil) {
 			t.Errorf("%s: %v, want ok %v", in, err, ok)
+		}
+	}
+	// A viewer does not speak for another: the id it sends is dropped,
+	// and so are an away pointer's coordinates.
+	for in, want := range map[string]api.PeerPointer{
+		`{"type":"peer","peer":{"id":"someone-else","x":3,"y":4}}`: {X: 3, Y: 4},
+		`{"type":"peer","peer":{"away":true,"x":3,"y":4}}`:         {Away: true},
+	} {
+		m, err := api.ParseViewerControl([]byte(in))
+		if err != nil || m.Peer == nil || *m.Peer != want {
+			t.Errorf("%s: %+v, %v; want peer %+v", in, m.Peer, err, want)
 		}
 	}
 }
@@ -95,9 +115,19 @@ func FuzzParseViewerInput(f *testing.F) {
 func FuzzParseViewerControl(f *testing.F) {
 	f.Add([]byte(`{"type":"ping","id":1,"t":2}`))
 	f.Add([]byte(`{"type":"keyframe"}`))
+	f.Add([]byte(`{"type":"peer","peer":{"x":640,"y":480}}`))
+	f.Add([]byte(`{"type":"peer","peer":{"away":true}}`))
+	f.Add([]byte(`{"type":"peer","peer":{"id":"x","x":-32768,"y":32768}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if _, err := api.ParseViewerControl(b); err != nil && api.KindOf(err) != api.KindInvalidArgument {
-			t.Fatalf("%q: error of kind %s: %v", b, api.KindOf(err), err)
+		m, err := api.ParseViewerControl(b)
+		if err != nil {
+			if api.KindOf(err) != api.KindInvalidArgument {
+				t.Fatalf("%q: error of kind %s: %v", b, api.KindOf(err), err)
+			}
+			return
+		}
+		if m.Type == api.ControlPeer && (m.Peer == nil || m.Peer.ID != "" || m.Peer.Away && (m.Peer.X != 0 || m.Peer.Y != 0)) {
+			t.Fatalf("%q: peer %+v: want one, without id, and no point when away", b, m.Peer)
 		}
 	})
 }

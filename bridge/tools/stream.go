@@ -41,7 +41,7 @@ func streamProps(extra map[string]*jsonschema.Schema) map[string]*jsonschema.Sch
 }
 
 const streamResult = "{viewer_url, offer_url, ticket, ticket_expires_at, codec, frame_size: {width, height}, window_id?, view_only, route, ice_url, " +
-	"viewers?: [{id, target, window_id?, view_only, by_ticket, connected, path?: {media, local, remote, protocol}, started_at}]}"
+	"viewers?: [{id, target, window_id?, view_only, by_ticket, connected, path?: {media, local, remote, protocol}, started_at, name, role?}]}"
 
 // streamHow is what both stream tools say of the answer's links and route.
 const streamHow = " On a relay:<computer> (route \"relay\") the links go through the relay's HTTPS and open from any network; " +

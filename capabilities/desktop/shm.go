@@ -3,6 +3,7 @@ package desktop
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/jezek/xgb/shm"
 	"github.com/jezek/xgb/xproto"
@@ -81,7 +82,15 @@ func (s *shmSeg) read(ctx context.Context, x *xconn, src *source, batch []strip,
 		return api.Errorf(api.KindEnv, "X display %s: capture after the connection was closed", x.display)
 	}
 	seg, buf := s.seg, s.buf
-	return x.do(ctx, "capture (MIT-SHM)", func() error {
+	// Whoever claims the segment first releases it: the read, or this
+	// call when do returned without running it (its context ended, or
+	// the connection broke, before it started). Without the claim a
+	// read that never ran kept the segment, and close waited for ever.
+	var claimed atomic.Bool
+	err := x.do(ctx, "capture (MIT-SHM)", func() error {
+		if !claimed.CompareAndSwap(false, true) {
+			return x.ctxErr(ctx, "capture (MIT-SHM)")
+		}
 		defer s.use.release()
 		cookies := make([]shm.GetImageCookie, len(batch))
 		off := 0
@@ -106,6 +115,10 @@ func (s *shmSeg) read(ctx context.Context, x *xconn, src *source, batch []strip,
 		}
 		return nil
 	})
+	if claimed.CompareAndSwap(false, true) {
+		s.use.release()
+	}
+	return err
 }
 
 // close detaches the segment; it waits for a capture in flight, which ends

@@ -71,6 +71,13 @@ type ViewerOptions struct {
 	// OnPath, when set, is told the way the media takes once connected,
 	// and again whenever ICE picks another pair.
 	OnPath func(api.StreamPath)
+	// OnPeer, when set, is told the viewer's own pointer over the video
+	// (its control channel's peer messages, view-only viewers' too: it is
+	// presence, not input), with x and y in the target's pixels, at most
+	// api.MaxPeerPerSecond: the rest are dropped, save the last, which
+	// comes once the rate allows. Control's send takes peer messages of
+	// others in the target's pixels and converts them to the viewer's.
+	OnPeer func(x, y int, away bool)
 }
 
 // MaxControlBuffered is how much a viewer's control channel may hold
@@ -107,6 +114,8 @@ type Viewer struct {
 	ended bool
 	// ice is the viewer's ICE transport, set before it connects.
 	ice *webrtc.ICETransport
+	// peers paces the viewer's peer messages to OnPeer (nil without it).
+	peers *peerLimiter
 }
 
 // Channel kinds by label; a label not listed is closed.
@@ -118,6 +127,9 @@ func newViewer(ctx context.Context, e *Engine, p *pipeline, offer string, o View
 	}
 	v := &Viewer{e: e, p: p, opts: o}
 	v.ctx, v.stop = context.WithCancelCause(ctx)
+	if o.OnPeer != nil {
+		v.peers = newPeerLimiter(func(m peerMove) { o.OnPeer(m.x, m.y, m.away) }, time.Now)
+	}
 	var est cc.BandwidthEstimator
 	if o.RelayOnly && len(o.ICEServers) == 0 {
 		return nil, "", errRelayOnlyNoTURN
@@ -277,6 +289,11 @@ func (v *Viewer) onDataChannel(dc *webrtc.DataChannel) {
 							c.X, c.Y = v.p.toFrame(c.X, c.Y)
 							m.Cursor = &c
 						}
+						if m.Peer != nil && !m.Peer.Away { // the same
+							pp := *m.Peer
+							pp.X, pp.Y = v.p.toFrame(pp.X, pp.Y)
+							m.Peer = &pp
+						}
 						return sendControl(dc, m)
 					})
 				})
@@ -313,6 +330,15 @@ func (v *Viewer) onControl(dc *webrtc.DataChannel, b []byte) {
 		v.p.requestKeyframe()
 	case api.ControlPing:
 		send(dc, api.ViewerControl{Type: api.ControlPong, ID: m.ID, T: m.T, ServerMS: time.Now().UnixMilli()})
+	case api.ControlPeer:
+		if v.peers != nil {
+			mv := peerMove{away: m.Peer.Away}
+			if !mv.away {
+				x, y := v.p.toTarget(float64(m.Peer.X), float64(m.Peer.Y))
+				mv.x, mv.y = int(x), int(y)
+			}
+			v.peers.offer(mv)
+		}
 	}
 }
 
@@ -359,6 +385,9 @@ func (v *Viewer) Done() <-chan struct{} { return v.ctx.Done() }
 func (v *Viewer) end(cause error) {
 	v.once.Do(func() {
 		v.stop(cause)
+		if v.peers != nil {
+			v.peers.stop()
+		}
 		_ = v.pc.Close()
 		if v.opts.Input != nil {
 			v.opts.Input.Close()

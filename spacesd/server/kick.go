@@ -51,6 +51,19 @@ func PersonOf(c Caller) (string, Role) {
 	return "", ""
 }
 
+// PersonNameOf is how people see the person PersonOf answers (the
+// relay's user name, as its grant or the ticket it minted says it); ""
+// for the token's holder, or when only the person's id is known.
+func PersonNameOf(c Caller) string {
+	if c.Principal != nil && c.Principal.Role != RoleLink {
+		return c.Principal.PersonName
+	}
+	if c.Ticket != nil && c.Ticket.Person != "" {
+		return c.Ticket.PersonName
+	}
+	return ""
+}
+
 // hold ties a context that outlives its request to the token generation
 // of c (as Auth.Session) and to the person c acts for, whom a Kick ends.
 func (s *Server) hold(parent context.Context, c Caller) (context.Context, context.CancelCauseFunc) {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/trycua/cua-spacesd/api"
 )
@@ -48,10 +49,19 @@ type Ticket struct {
 	// cannot take its name off.
 	Person string `json:"p,omitempty"`
 	Role   Role   `json:"r,omitempty"`
+	// PersonName is how people see Person (the relay's user name): the
+	// name a viewer's presence shows others. Cut to MaxTicketPersonName
+	// bytes, so that a ticket stays within what VerifyTicket reads.
+	PersonName string `json:"pn,omitempty"`
 	// Issued is when a person's ticket was minted (MintTicket sets it):
 	// a kick refuses that person's tickets minted before it.
 	Issued time.Time `json:"-"`
 }
+
+// MaxTicketPersonName bounds Ticket.PersonName (bytes, cut at a rune):
+// room enough for a name, and with JSON's escapes the ticket stays under
+// maxTicketBytes.
+const MaxTicketPersonName = 64
 
 // ticketIDBytes is the size of a drawn Ticket.ID: unguessable, though a
 // ticket's ID is no secret (its payload is readable by its holder).
@@ -102,6 +112,7 @@ func (a *Auth) MintTicket(t Ticket) (string, error) {
 		_, _ = rand.Read(b) // never fails (crypto/rand)
 		t.ID = base64.RawURLEncoding.EncodeToString(b)
 	}
+	t.PersonName = cutName(t.PersonName)
 	a.mu.Lock()
 	t.Epoch = a.epoch
 	key := a.ticketKey()
@@ -230,3 +241,15 @@ func withCaller(ctx context.Context, c Caller) context.Context {
 
 var errTicketScope = api.Errorf(api.KindUnauthenticated, "a ticket does not open this route: tickets open only the routes of their scope").
 	WithHint("call this route with the Space's token")
+
+// cutName cuts a name to MaxTicketPersonName bytes on a rune boundary.
+func cutName(s string) string {
+	if len(s) <= MaxTicketPersonName {
+		return s
+	}
+	s = s[:MaxTicketPersonName]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}

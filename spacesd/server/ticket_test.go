@@ -146,3 +146,29 @@ func TestTicketsOutliveARestart(t *testing.T) {
 	verify("a ticket of the token rotated away, after a restart", restart(), second, false)
 	verify("a fresh ticket, after a restart", restart(), mint(a), true)
 }
+
+// A person's ticket carries their name, cut to MaxTicketPersonName on a
+// rune boundary: the longest name a grant holds, of the characters JSON
+// escapes most, still makes a ticket VerifyTicket reads.
+func TestTicketPersonName(t *testing.T) {
+	now := time.Now()
+	a := server.NewAuth("the-token", nil)
+	for _, tc := range []struct{ name, want string }{
+		{"alice", "alice"},
+		{strings.Repeat("<", 128), strings.Repeat("<", server.MaxTicketPersonName)},
+		{"a" + strings.Repeat("\u2028", 60), "a" + strings.Repeat("\u2028", (server.MaxTicketPersonName-1)/3)},
+	} {
+		tk, err := a.MintTicket(server.Ticket{Scope: server.TicketScopeStream, Target: "window:4294967295", ViewOnly: true, Expires: now.Add(time.Minute),
+			Person: "u_" + strings.Repeat("x", 126), Role: server.RoleViewer, PersonName: tc.name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := a.VerifyTicket(tk, now)
+		if err != nil {
+			t.Fatalf("a ticket of %d bytes for the name %.20q: %v", len(tk), tc.name, err)
+		}
+		if got.PersonName != tc.want {
+			t.Errorf("name %.20q came back %.20q, want %.20q", tc.name, got.PersonName, tc.want)
+		}
+	}
+}

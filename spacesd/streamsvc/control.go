@@ -20,10 +20,12 @@ import (
 const cursorRetry = time.Second
 
 // control is what a viewer's control channel carries from the service:
-// the pointer of its target, and renewals of the ticket it came with (a
-// viewer that came with the token needs none).
-func (s *Service) control(windowID uint32, t *server.Ticket) func(context.Context, func(api.ViewerControl) error) {
+// the pointer of its target, renewals of the ticket it came with (a
+// viewer that came with the token needs none), and who else watches
+// (presence.go).
+func (s *Service) control(id string, windowID uint32, t *server.Ticket) func(context.Context, func(api.ViewerControl) error) {
 	return func(ctx context.Context, send func(api.ViewerControl) error) {
+		s.presence.open(ctx, id, send)
 		var wg sync.WaitGroup
 		if t != nil {
 			wg.Go(func() { s.renew(ctx, *t, send) })
@@ -48,7 +50,7 @@ func (s *Service) renew(ctx context.Context, t server.Ticket, send func(api.View
 		// The renewal keeps the ticket's ID: its viewers and sessions are
 		// the ticket's (see Service.admit, deleteSession).
 		tk, err := s.host.MintTicket(server.Ticket{Scope: t.Scope, Target: t.Target, ViewOnly: t.ViewOnly, Expires: exp, ID: t.ID,
-			Person: t.Person, Role: t.Role})
+			Person: t.Person, Role: t.Role, PersonName: t.PersonName})
 		if err == nil {
 			exp = exp.UTC()
 			err = send(api.ViewerControl{Type: api.ControlTicket, Ticket: tk, ExpiresAt: &exp})

@@ -58,7 +58,7 @@ func TestViewOnlyGetsNoInput(t *testing.T) {
 	sendJSON(t, r, api.ChannelControl, api.ViewerControl{Type: api.ControlPing, ID: 7, T: 1.5})
 	for {
 		m := nextMessage(t, r, api.ChannelControl)
-		if m.Type == api.ControlSize || m.Type == api.ControlCursor || m.Type == api.ControlTicket || m.Type == api.ControlPath {
+		if m.Type == api.ControlSize || m.Type == api.ControlCursor || m.Type == api.ControlTicket || m.Type == api.ControlPath || m.Type == api.ControlWho {
 			continue
 		}
 		if m.Type != api.ControlPong || m.ID != 7 || m.T != 1.5 || m.ServerMS == 0 {

@@ -76,7 +76,8 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32)
 		ticketID = caller.Ticket.ID
 	}
 	id := newSessionID()
-	sess := &session{target: target, ticket: ticketID, person: person, windowID: windowID, viewOnly: viewOnly, started: time.Now()}
+	name, _ := presenceName(caller)
+	sess := &session{target: target, ticket: ticketID, person: person, name: name, role: role, windowID: windowID, viewOnly: viewOnly, started: time.Now()}
 	// The viewer outlives this request: its context hangs off the
 	// service's, and ends when the token it came with is rotated or the
 	// person it came for is kicked (unshared).
@@ -88,13 +89,15 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32)
 	}
 	v, answer, err := s.engine.Join(ctx, rtc.Target{Key: target, Open: s.opener(windowID)}, string(offer), rtc.ViewerOptions{
 		ViewOnly: viewOnly, MaxFPS: so.MaxFPS, MaxWidth: so.MaxWidth, MaxHeight: so.MaxHeight, Input: input,
-		Control: s.control(windowID, caller.Ticket), ConnectTimeout: s.connectTimeout,
+		Control: s.control(id, windowID, caller.Ticket), ConnectTimeout: s.connectTimeout,
+		OnPeer:     func(x, y int, away bool) { s.presence.move(id, x, y, away) },
 		ICEServers: ice.ICEServers, RelayOnly: so.ICE == api.ICERelay, TURNTLS: ice.tls,
 		OnPath: func(p api.StreamPath) { sess.path.Store(&p) },
 		OnClose: func(cause error) {
 			s.mu.Lock()
 			delete(s.sessions, id)
 			s.mu.Unlock()
+			s.presence.leave(id)
 			release()
 			if api.KindOf(cause) == api.KindTimeout {
 				s.log.Info("stream viewer ended: it never connected", "stream", target, "err", cause)
@@ -120,6 +123,8 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32)
 	default:
 		sess.viewer = v
 		s.sessions[id] = sess
+		// Under s.mu: OnClose's leave cannot come before this join.
+		s.presence.join(id, target, api.PresenceViewer{Name: name, Role: string(role), Target: api.StreamTarget(windowID), ViewOnly: viewOnly})
 	}
 	s.mu.Unlock()
 	w.Header().Set("Location", strings.Replace(api.PathStreamSession, "{id}", id, 1))

@@ -98,6 +98,9 @@ type Service struct {
 	// ticket, perTicket the same by ticket ID (see admit).
 	ticketViewers int
 	perTicket     map[string]int
+
+	// presence is who watches, told to every viewer (presence.go).
+	presence *presence
 }
 
 type session struct {
@@ -108,7 +111,11 @@ type session struct {
 	ticket string
 	// person is who opened it through the relay (server.PersonOf): a
 	// viewer principal ends only its own sessions.
-	person   string
+	person string
+	// name and role say who watches (presenceName), as the session list
+	// and the viewers' who messages show it.
+	name     string
+	role     server.Role
 	windowID uint32
 	viewOnly bool
 	started  time.Time
@@ -124,7 +131,7 @@ type session struct {
 func New(d *desktop.Desktop, o Options) server.NewService {
 	return func(h server.Host) (server.Service, error) {
 		s := &Service{host: h, d: d, log: h.Log.With("service", "stream"), sessions: map[string]*session{},
-			perTicket: map[string]int{}, captures: h.Metrics.Counter(MetricCaptures), page: viewer.New(),
+			perTicket: map[string]int{}, presence: newPresence(), captures: h.Metrics.Counter(MetricCaptures), page: viewer.New(),
 			connectTimeout: cmp.Or(o.ConnectTimeout, api.StreamConnectTimeout)}
 		s.base, s.stop = context.WithCancel(context.Background())
 		h.Metrics.Gauge(MetricStreams, func() float64 { return float64(s.streams()) })

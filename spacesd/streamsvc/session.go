@@ -46,7 +46,8 @@ func (s *Service) listSessions(w http.ResponseWriter, r *http.Request) {
 	for id, sess := range s.sessions {
 		p := sess.path.Load()
 		out = append(out, api.StreamSession{ID: id, Target: api.StreamTarget(sess.windowID), WindowID: sess.windowID,
-			ViewOnly: sess.viewOnly, ByTicket: sess.ticket != "", Connected: p != nil, Path: p, StartedAt: sess.started})
+			ViewOnly: sess.viewOnly, ByTicket: sess.ticket != "", Connected: p != nil, Path: p, StartedAt: sess.started,
+			Name: sess.name, Role: string(sess.role)})
 	}
 	s.mu.Unlock()
 	slices.SortFunc(out, func(a, b api.StreamSession) int {

@@ -63,13 +63,14 @@ func (s *Service) ticket(r *http.Request, req api.TicketRequest) (api.StreamTick
 	// ticket opened), and a viewer's is view-only whatever it asked: the
 	// answer's view_only says so, rather than refusing a viewer that
 	// forgot to ask.
-	person, role := server.PersonOf(server.CallerOf(ctx))
+	caller := server.CallerOf(ctx)
+	person, role := server.PersonOf(caller)
 	if role == server.RoleViewer {
 		req.ViewOnly = true
 	}
 	expires := time.Now().Add(time.Duration(ttl) * time.Second)
 	tk, err := s.host.MintTicket(server.Ticket{Scope: server.TicketScopeStream, Target: targetName(ref), ViewOnly: req.ViewOnly, Expires: expires,
-		Person: person, Role: role})
+		Person: person, Role: role, PersonName: server.PersonNameOf(caller)})
 	if err != nil {
 		return api.StreamTicket{}, api.Errorf(api.KindEnv, "mint the ticket: %v", err)
 	}

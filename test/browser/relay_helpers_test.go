@@ -29,6 +29,8 @@ type testRelay struct {
 	token string
 	home  string
 	relay *relayd.Relay
+	// caFile is the test CA's certificate, as a bridge logs in with it.
+	caFile string
 	// chromiumFlag makes Chromium trust the relay's certificate.
 	chromiumFlag string
 }
@@ -60,29 +62,44 @@ func startTestRelay(t testing.TB) *testRelay {
 			t.Logf("the relay's log:\n%s", tail([]byte(logs.String()), 8000))
 		}
 	})
-	if _, err := r.Store.CreateUser(t.Context(), "alice", ""); err != nil {
+	tr := &testRelay{addr: ln.Addr().String(), relay: r, caFile: caFile,
+		chromiumFlag: "--ignore-certificate-errors-spki-list=" + base64.StdEncoding.EncodeToString(spki[:])}
+	tr.home, tr.token = tr.user(t, "alice")
+	return tr
+}
+
+// user adds a user to the relay and answers the home of a bridge logged
+// in as them, and their token.
+func (tr *testRelay) user(t testing.TB, name string) (home, token string) {
+	t.Helper()
+	if _, err := tr.relay.Store.CreateUser(t.Context(), name, ""); err != nil {
 		t.Fatal(err)
 	}
-	_, tok, err := r.Store.CreateUserToken(t.Context(), "alice")
+	_, tok, err := tr.relay.Store.CreateUserToken(t.Context(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &testRelay{addr: ln.Addr().String(), token: tok, home: t.TempDir(), relay: r,
-		chromiumFlag: "--ignore-certificate-errors-spki-list=" + base64.StdEncoding.EncodeToString(spki[:])}
-	tokFile := filepath.Join(tr.home, "relay.token")
+	home = t.TempDir()
+	tokFile := filepath.Join(home, "relay.token")
 	if err := os.WriteFile(tokFile, []byte(tok+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tr.bridge(t, "relay", "login", "--url", "https://"+tr.addr, "--token-file", tokFile, "--ca", caFile)
-	return tr
+	bridgeIn(t, home, "relay", "login", "--url", "https://"+tr.addr, "--token-file", tokFile, "--ca", tr.caFile)
+	return home, tok
 }
 
 // bridge runs a cua-bridge command in the relay user's home and answers
 // its output (the test fails when it fails).
 func (tr *testRelay) bridge(t testing.TB, args ...string) string {
 	t.Helper()
+	return bridgeIn(t, tr.home, args...)
+}
+
+// bridgeIn runs a cua-bridge command in home (see testRelay.bridge).
+func bridgeIn(t testing.TB, home string, args ...string) string {
+	t.Helper()
 	var out, errb testenv.SyncBuffer
-	if code := cli.Run(t.Context(), cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Home: tr.home}, args[0], args[1:]); code != 0 {
+	if code := cli.Run(t.Context(), cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Home: home}, args[0], args[1:]); code != 0 {
 		t.Fatalf("cua-bridge %s: exit %d: %s%s", strings.Join(args, " "), code, out.String(), errb.String())
 	}
 	return strings.TrimSpace(out.String())

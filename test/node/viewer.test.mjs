@@ -157,15 +157,43 @@ describe('viewer ICE servers', () => {
 // data attributes.
 function fakeDocument() {
   const els = new Map();
-  const el = () => ({ textContent: '', hidden: true, dataset: {}, classList: { add() {}, remove() {} } });
+  const el = () => ({
+    textContent: '', hidden: true, dataset: {}, children: [], classList: { add() {}, remove() {} },
+    replaceChildren(...c) { this.children = c; },
+  });
   return {
     body: { dataset: {} },
+    createElement: el,
     getElementById: (id) => {
       if (!els.has(id)) els.set(id, el());
       return els.get(id);
     },
   };
 }
+
+describe('viewer who is here', () => {
+  it('lists everyone by name and role, itself marked, names as text', () => {
+    const doc = fakeDocument();
+    const hud = new Hud(doc);
+    hud.who([
+      { name: 'alice', role: 'owner' },
+      { name: '<img src=x onerror=alert(1)>', role: 'viewer', viewOnly: true },
+      { name: 'owner', role: '', viewOnly: true, you: true },
+    ]);
+    const list = doc.getElementById('who');
+    assert.equal(list.hidden, false);
+    assert.deepEqual(list.children.map((li) => li.textContent),
+      ['alice · owner', '<img src=x onerror=alert(1)> · viewer', 'owner · view only (you)']);
+    assert.deepEqual(list.children.map((li) => li.dataset.you), [undefined, undefined, 'true']);
+  });
+
+  it('hides the list while the page watches alone', () => {
+    const doc = fakeDocument();
+    const hud = new Hud(doc);
+    hud.who([{ name: 'owner', you: true }]);
+    assert.equal(doc.getElementById('who').hidden, true);
+  });
+});
 
 describe('viewer overlay path', () => {
   for (const [name, path, want, media] of [

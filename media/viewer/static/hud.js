@@ -1,5 +1,5 @@
 // The state overlay: connection state, resolution, frame rate, round
-// trip, bitrate, the way the media takes; a notice for what ends the viewer; short flashes for what
+// trip, bitrate, the way the media takes; who is watching; a notice for what ends the viewer; short flashes for what
 // the person should know (a paste cut short, an input the Space refused).
 
 const quietAfter = 3000; // ms connected before the overlay fades
@@ -23,6 +23,23 @@ export class Hud {
 
 	viewOnly() {
 		this.modeEl.hidden = false;
+	}
+
+	// who lists everyone watching ({name, role, you, viewOnly}), as text
+	// (names are anyone's to choose); hidden while this page is alone.
+	who(viewers) {
+		const list = this.doc.getElementById('who');
+		list.replaceChildren(...viewers.map((v) => {
+			const li = this.doc.createElement('li');
+			li.dataset.name = v.name;
+			if (v.you) {
+				li.dataset.you = 'true';
+			}
+			const role = v.role || (v.viewOnly ? 'view only' : '');
+			li.textContent = v.name + (role ? ` · ${role}` : '') + (v.you ? ' (you)' : '');
+			return li;
+		}));
+		list.hidden = viewers.length < 2;
 	}
 
 	// state is one of connecting, connected, reconnecting, failed; the

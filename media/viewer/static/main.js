@@ -1,11 +1,13 @@
 // The viewer page: reads its link, connects, shows the stream, draws the
-// Space's cursor and, unless the ticket is view only, sends input.
+// Space's cursor and the others watching (their named pointers, and who
+// is there) and, unless the ticket is view only, sends input.
 
 import { readLink } from './link.js';
 import { Session } from './session.js';
 import { Input } from './input.js';
 import { CursorView } from './cursor.js';
 import { Hud } from './hud.js';
+import { Peers } from './peers.js';
 import { frameRect, toStream } from './geometry.js';
 
 function main() {
@@ -45,7 +47,10 @@ function main() {
 
 	const cursor = new CursorView($('cursor'), video);
 	let input = null;
-	const session = new Session({
+	// The session is made below; the pointer's first move comes after.
+	let session = null;
+	const peers = new Peers({ stage, video, hud, send: (m) => session && session.send('control', m) });
+	session = new Session({
 		link, hud, storage: store,
 		on: {
 			track(stream) {
@@ -59,12 +64,17 @@ function main() {
 					cursor.onMessage(m.cursor);
 				} else if (m.type === 'path' && m.path) {
 					hud.path(m.path);
+				} else if (m.type === 'who') {
+					peers.onWho(m.viewers);
+				} else if (m.type === 'peer') {
+					peers.onPeer(m.peer);
 				}
 			},
 			connected() {
 				if (input) {
 					input.reset();
 				}
+				peers.reset();
 			},
 			error(text) {
 				hud.flash(text);
