@@ -86,6 +86,19 @@ func connsSettle(t *testing.T, s *served, wantTotal int) {
 	eventually(t, func() bool { total, _, _, _ := s.ConnCounts(); return total == wantTotal })
 }
 
+// quietProbe is one socket of a flood: GET /health once, then quiet. It
+// returns once the server counts it idle: the client reads the answer
+// before the server's goroutine marks its connection idle, and a flood
+// that ran ahead of that found nothing to evict (every anonymous slot a
+// request in progress) and was refused, in a loaded run.
+func quietProbe(t *testing.T, s *served) *rawConn {
+	t.Helper()
+	c := dialRaw(t, s.addr)
+	c.mustGet(t, "/health", "", http.StatusOK)
+	eventually(t, s.AllAnonymousIdle)
+	return c
+}
+
 // The attack of the issue: many sockets that ask GET /health once and go
 // quiet. They may not crowd out a client with the token: the oldest idle
 // ones are closed to make room, a good client's calls go through, and the
@@ -100,8 +113,7 @@ func TestIdleAnonymousConnsMakeRoomForClients(t *testing.T) {
 	flood := func(n int) []*rawConn {
 		conns := make([]*rawConn, n)
 		for i := range conns {
-			conns[i] = dialRaw(t, s.addr)
-			conns[i].mustGet(t, "/health", "", http.StatusOK)
+			conns[i] = quietProbe(t, s)
 		}
 		return conns
 	}
@@ -248,9 +260,7 @@ func TestStreamsAreNeitherEvictedNorLeaked(t *testing.T) {
 	}
 	var flood []*rawConn
 	for range 4 * maxAnon {
-		c := dialRaw(t, s.addr)
-		c.mustGet(t, "/health", "", http.StatusOK)
-		flood = append(flood, c)
+		flood = append(flood, quietProbe(t, s))
 	}
 	roundTrip("after " + strings.Repeat("a flood ", 3))
 	_ = ws.Close()

@@ -8,6 +8,17 @@ func (s *Server) ConnCounts() (total, anonymous, authenticated, streams int) {
 	return c.Total, c.Anonymous, c.Authenticated, c.Streams
 }
 
+// AllAnonymousIdle reports whether every anonymous connection is idle as
+// the server sees it (its response written and http.Server told so): a
+// test's next dial then finds one to evict, however late the server's
+// goroutines run on a loaded machine.
+func (s *Server) AllAnonymousIdle() bool {
+	t := s.conns
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.idle.Len() == t.anonymous
+}
+
 // Reload makes the token file's poll happen now.
 func (a *Auth) Reload() { a.reload() }
 
