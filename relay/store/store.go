@@ -78,6 +78,8 @@ type Options struct {
 	Node string
 	// Now is the clock of created_ms and audit times; default time.Now.
 	Now func() time.Time
+	// Cluster makes this node one of a cluster (nil: a single node).
+	Cluster *ClusterOptions
 }
 
 // Store is the relay's state. Its methods are safe for concurrent use.
@@ -85,8 +87,9 @@ type Store struct {
 	ns  *server.Server
 	nc  *nats.Conn
 	js  jetstream.JetStream
-	log *slog.Logger
-	now func() time.Time
+	log  *slog.Logger
+	now  func() time.Time
+	node string
 
 	users, userNames, tokens, retired, computers, meta jetstream.KeyValue
 	teams, userTeams, shares                           jetstream.KeyValue
@@ -143,7 +146,7 @@ func Open(ctx context.Context, dataDir string, log *slog.Logger, o Options) (*St
 		ns.WaitForShutdown()
 		return nil, api.Errorf(api.KindEnv, "relay store: nats-server did not start within %s (is %s another relay's?)", startTimeout, dir)
 	}
-	s := &Store{ns: ns, log: log, now: o.Now}
+	s := &Store{ns: ns, log: log, now: o.Now, node: o.Node}
 	if err := s.open(ctx, o.Node); err != nil {
 		s.Close()
 		return nil, err
