@@ -84,9 +84,9 @@ type Options struct {
 
 // Store is the relay's state. Its methods are safe for concurrent use.
 type Store struct {
-	ns  *server.Server
-	nc  *nats.Conn
-	js  jetstream.JetStream
+	ns   *server.Server
+	nc   *nats.Conn
+	js   jetstream.JetStream
 	log  *slog.Logger
 	now  func() time.Time
 	node string
