@@ -401,7 +401,6 @@ func (s *Store) Health() Health {
 	return h
 }
 
-
 // isNoResponders tells a request nobody in the cluster answers.
 func isNoResponders(err error) bool {
 	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse)
