@@ -66,8 +66,10 @@ const (
 	// AuditMaxAge and AuditMaxBytes bound the audit stream.
 	AuditMaxAge   = 90 * 24 * time.Hour
 	AuditMaxBytes = 256 << 20
-	// clusterTry bounds one try of a cluster node's setup request.
-	clusterTry = 3 * time.Second
+	// clusterTry bounds one try of a cluster node's setup: a few dozen
+	// requests that take milliseconds, unless one was sent about a
+	// stream still electing its leader, which JetStream never answers.
+	clusterTry = 2 * time.Second
 	// startTimeout bounds the embedded server's start.
 	startTimeout = 30 * time.Second
 	// opTimeout bounds one store operation when the caller's context has
@@ -307,7 +309,7 @@ func (s *Store) makeStreams(ctx context.Context) error {
 	for {
 		var err error
 		if s.ns.JetStreamIsLeader() {
-			tctx, cancel := context.WithTimeout(ctx, 4*clusterTry)
+			tctx, cancel := context.WithTimeout(ctx, clusterTry)
 			err = s.createStreams(tctx)
 			cancel()
 		} else {
