@@ -382,7 +382,7 @@ func (s *Store) Status(ctx context.Context) (relayapi.Status, error) {
 // Health is the embedded NATS's state for the node's metrics.
 type Health struct {
 	Routes int
-	// ClusterSize is the JetStream peers known (0 on a single node).
+	// ClusterSize is the JetStream peers known (1 on a single node).
 	ClusterSize int
 	// MetaLeader: the cluster has a JetStream metadata leader (always on
 	// a single node).
@@ -392,7 +392,7 @@ type Health struct {
 // Health answers the embedded NATS's state, without a round trip.
 func (s *Store) Health() Health {
 	if s.cluster == nil {
-		return Health{MetaLeader: true}
+		return Health{ClusterSize: 1, MetaLeader: true}
 	}
 	h := Health{Routes: s.ns.NumRoutes()}
 	if jsz, err := s.ns.Jsz(nil); err == nil && jsz.Meta != nil {
