@@ -1,10 +1,17 @@
 package store_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/relay/store"
 )
 
@@ -62,4 +69,61 @@ func TestClusterRestartsAndLosesANode(t *testing.T) {
 		waitFor(t, "everything read on "+n.name+" with c down", func() error { return st.holds(ctx, n.s) })
 	}
 	t.Logf("reads and writes on two nodes of three within %s", time.Since(start).Round(time.Millisecond))
+}
+
+// Nothing joins without the mesh key; and a single node's data is not
+// brought into a cluster that made other secrets first (its new nodes
+// started before it): that node refuses to start, and keeps its data.
+func TestClusterRefusesStrangersAndAConflictingImport(t *testing.T) {
+	ctx := t.Context()
+	nodes := newNodes(t, "a", "b", "c")
+	single, err := store.Open(ctx, nodes[0].dir, nil, store.Options{Node: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, single)
+	single.Close()
+
+	// b and c, configured for a too, have a quorum of their own.
+	ports := freePorts(t, 3)
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i, n := range nodes[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.s, errs[i+1] = openNode(t, n, nodes, ports)
+		}()
+	}
+	wg.Wait()
+	defer stopAll(nodes)
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+
+	// A stranger with another key routes to b: refused, it never has a
+	// quorum, and b never counts it.
+	stranger := &node{name: "x", dir: t.TempDir()}
+	sctx, cancel := context.WithTimeout(ctx, 4*time.Second)
+	defer cancel()
+	xport := freePorts(t, 1)[0]
+	_, err = store.Open(sctx, stranger.dir, nil, store.Options{Node: "x", Cluster: &store.ClusterOptions{
+		Name: "relays", Key: []byte("another key, long enough to pass"), Listen: fmt.Sprintf("127.0.0.1:%d", xport),
+		Routes: []string{fmt.Sprintf("nats://127.0.0.1:%d", ports[1])},
+	}})
+	if err == nil || !strings.Contains(err.Error(), "quorum") {
+		t.Fatalf("a node with another mesh key: %v, want no quorum", err)
+	}
+	if st, err := nodes[1].s.Status(ctx); err != nil || len(st.Nodes) != 2 {
+		t.Fatalf("b's nodes after the stranger: %+v %v", st.Nodes, err)
+	}
+
+	// a comes last with its single node's data: refused, data kept.
+	_, err = openNode(t, nodes[0], nodes, ports)
+	if api.KindOf(err) != api.KindPreconditionFailed {
+		t.Fatalf("a joining a cluster with other secrets: %v, want precondition_failed", err)
+	}
+	if _, err := os.Stat(filepath.Join(nodes[0].dir, store.SingleDir)); err != nil {
+		t.Fatalf("a's single node's data: %v", err)
+	}
 }
