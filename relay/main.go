@@ -12,6 +12,7 @@
 //	cua-relay metrics --data-dir DIR               the node's Prometheus metrics
 //	cua-relay status --data-dir DIR                the node's cluster and the store's replication
 //	cua-relay cluster key                          a new mesh key
+//	cua-relay backup --to DIR --data-dir DIR       a backup of the whole store
 //	cua-relay version
 package main
 
@@ -57,6 +58,7 @@ const usage = `usage: cua-relay <command> [flags]
          [--cluster-tls-cert F --cluster-tls-key F --cluster-tls-ca F]]
   cluster key                          prints a new mesh key (for --cluster-key-file; the same on every node)
   status --data-dir DIR [--json]       the running node's cluster: nodes, metadata leader, streams' replicas
+  backup --to DIR --data-dir DIR       the running relay writes its whole store into DIR (a single node's jetstream dir)
   user add NAME [--email E] --data-dir DIR
   user ls --data-dir DIR
   user rm NAME --data-dir DIR          removes the user's tokens and computers too
@@ -91,6 +93,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return status(ctx, args, stdout, stderr)
 	case "cluster":
 		return clusterCmd(args, stdout, stderr)
+	case "backup":
+		return backup(ctx, args, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "cua-relay %s (protocol %d)\n", version, protocol.Version)
 		return 0

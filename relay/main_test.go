@@ -116,6 +116,14 @@ func TestAdminCLIAgainstRunningRelay(t *testing.T) {
 	if code, out, _ := cli("metrics"); code != 0 || !strings.Contains(out, "cua_relay_jetstream_meta_leader 1\n") {
 		t.Fatalf("metrics: no NATS health: %s", out)
 	}
+	// A backup is a single node's JetStream dir: another relay opens it.
+	bdir := filepath.Join(t.TempDir(), "backup")
+	if code, out, errs := cli("backup", "--to", bdir); code != 0 || !strings.Contains(out, "backup in "+bdir) {
+		t.Fatalf("backup: %d %s %s", code, out, errs)
+	}
+	if code, _, errs := cli("backup", "--to", bdir); code != 1 || !strings.Contains(errs, "not empty") {
+		t.Fatalf("backup over a backup: %d %s", code, errs)
+	}
 	if code, _, _ := cli("user", "frob"); code != 2 {
 		t.Fatalf("an unknown command: %d", code)
 	}

@@ -41,3 +41,21 @@ type StreamStatus struct {
 	Peers    []ClusterPeer `json:"peers,omitempty"`
 	Messages uint64        `json:"messages"`
 }
+
+// PathAdminBackup writes a backup of the whole store (POST Backup ->
+// BackupDone): a single node's JetStream dir, written by the relay
+// process on its own machine.
+const PathAdminBackup = "/admin/backup"
+
+// Backup is the body of POST PathAdminBackup.
+type Backup struct {
+	// Dir is an absolute path that does not exist yet (or an empty dir).
+	Dir string `json:"dir"`
+}
+
+// BackupDone answers POST PathAdminBackup.
+type BackupDone struct {
+	Dir        string `json:"dir"`
+	Keys       int    `json:"keys"`
+	AuditLines int    `json:"audit_lines"`
+}

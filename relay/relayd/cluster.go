@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 
+	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/relay/relayapi"
 )
 
@@ -19,6 +21,35 @@ func (s *Server) adminStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, st)
+}
+
+func (s *Server) adminBackup(w http.ResponseWriter, r *http.Request) {
+	var req relayapi.Backup
+	if err := readJSON(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	// The relay's working directory is not the caller's: only an
+	// absolute path means what the caller meant.
+	if !filepath.IsAbs(req.Dir) {
+		writeError(w, api.Errorf(api.KindInvalidArgument, "backup dir %q: want an absolute path", req.Dir))
+		return
+	}
+	res, err := s.cfg.Store.Backup(r.Context(), req.Dir)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	s.log.Info("relay backup written", "dir", req.Dir, "keys", res.Keys, "audit_lines", res.AuditLines)
+	writeJSON(w, http.StatusOK, relayapi.BackupDone{Dir: req.Dir, Keys: res.Keys, AuditLines: res.AuditLines})
+}
+
+// Backup has the running relay write a backup of its store into dir (an
+// absolute path, new or empty).
+func (c *AdminClient) Backup(ctx context.Context, dir string) (relayapi.BackupDone, error) {
+	var d relayapi.BackupDone
+	err := c.call(ctx, http.MethodPost, relayapi.PathAdminBackup, relayapi.Backup{Dir: dir}, &d)
+	return d, err
 }
 
 // Status answers the running relay's view of its cluster and of the

@@ -43,6 +43,26 @@ func TestClusterRestartsAndLosesANode(t *testing.T) {
 		}
 	}
 
+	// A backup, taken from a running node, is a single node's data: a
+	// relay opened on it holds everything (and grows into a new cluster as
+	// TestClusterGrowsFromOneNode's does).
+	restored := t.TempDir()
+	res, err := nodes[1].s.Backup(ctx, filepath.Join(restored, store.JetStreamDir))
+	if err != nil || res.AuditLines != 2 || res.Keys < 10 {
+		t.Fatalf("backup: %+v %v", res, err)
+	}
+	if _, err := nodes[1].s.Backup(ctx, filepath.Join(restored, store.JetStreamDir)); api.KindOf(err) != api.KindInvalidArgument {
+		t.Fatalf("a backup over a backup: %v", err)
+	}
+	single, err := store.Open(ctx, restored, nil, store.Options{Node: "restored"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.holds(ctx, single); err != nil {
+		t.Errorf("restored from the backup: %v", err)
+	}
+	single.Close()
+
 	// c dies; a and b go on, once its streams elected other leaders.
 	nodes[2].s.Close()
 	nodes[2].s = nil
