@@ -89,6 +89,19 @@ func TestClusterRestartsAndLosesANode(t *testing.T) {
 		waitFor(t, "everything read on "+n.name+" with c down", func() error { return st.holds(ctx, n.s) })
 	}
 	t.Logf("reads and writes on two nodes of three within %s", time.Since(start).Round(time.Millisecond))
+	// The mirrors still follow the other node's writes: bob removed on a
+	// is refused on b.
+	start = time.Now()
+	if _, err := nodes[0].s.DeleteUser(ctx, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "bob's token refused on b with c down", func() error {
+		if _, err := nodes[1].s.UserByToken(ctx, st.bobTok); api.KindOf(err) != api.KindUnauthenticated {
+			return fmt.Errorf("bob's token on b: %v", err)
+		}
+		return nil
+	})
+	t.Logf("a removal on a reached b's mirror in %s", time.Since(start).Round(time.Millisecond))
 }
 
 // Nothing joins without the mesh key; and a single node's data is not
