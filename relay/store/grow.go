@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -41,9 +42,7 @@ const (
 // cluster node's dir opened without a cluster is refused: alone it has no
 // quorum, and a copy of replicated data opened as a single node would
 // fork the relay's state.
-func setAsideSingle(dataDir string, clustered bool, log interface {
-	Warn(string, ...any)
-}) (string, error) {
+func setAsideSingle(dataDir string, clustered bool, log *slog.Logger) (string, error) {
 	dir := filepath.Join(dataDir, JetStreamDir)
 	single := filepath.Join(dataDir, SingleDir)
 	if !clustered {
