@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -96,46 +95,17 @@ func clusterCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// status prints the running node's view of its cluster.
-func status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dataDir := fs.String("data-dir", os.Getenv(dataDirEnv), "the data dir of the running relay")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if *dataDir == "" || fs.NArg() != 0 {
-		fmt.Fprintf(stderr, "cua-relay: usage: status --data-dir DIR [--json] (or $%s)\n", dataDirEnv)
-		return 2
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	st, err := relayd.NewAdminClient(*dataDir).Status(ctx)
-	if err != nil {
-		e := api.AsError(err)
-		fmt.Fprintf(stderr, "cua-relay: %s: %s\n", e.Kind, e.Message)
-		return 1
-	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(st)
-		return 0
-	}
-	printStatus(stdout, st)
-	return 0
-}
-
+// printStatus prints the store's part of status: the cluster and each
+// stream's replication.
 func printStatus(w io.Writer, st relayapi.Status) {
 	if st.Cluster == "" {
-		fmt.Fprintf(w, "node %s: a single node (no cluster)\n", st.Node)
+		fmt.Fprintf(w, "a single node (no cluster)\n\n")
 	} else {
 		leader := st.MetaLeader
 		if leader == "" {
 			leader = "NONE (no quorum: the store cannot be written)"
 		}
-		fmt.Fprintf(w, "node %s of cluster %s: %d routes up; JetStream metadata leader: %s\n\n", st.Node, st.Cluster, st.Routes, leader)
+		fmt.Fprintf(w, "cluster %s: %d routes up; JetStream metadata leader: %s\n\n", st.Cluster, st.Routes, leader)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NODE\tSTATE")
 		for _, n := range st.Nodes {

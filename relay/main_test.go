@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -110,7 +111,7 @@ func TestAdminCLIAgainstRunningRelay(t *testing.T) {
 		!strings.Contains(out, "cua_relay_turn_allocations 0\n") {
 		t.Fatalf("metrics: %d %s %s", code, out, errs)
 	}
-	if code, out, errs := cli("status"); code != 0 || !strings.Contains(out, "node n1: a single node") || !strings.Contains(out, "KV_relay_users") {
+	if code, out, errs := cli("status"); code != 0 || !strings.Contains(out, "a single node (no cluster)") || !strings.Contains(out, "KV_relay_users") {
 		t.Fatalf("status: %d %s %s", code, out, errs)
 	}
 	if code, out, _ := cli("metrics"); code != 0 || !strings.Contains(out, "cua_relay_jetstream_meta_leader 1\n") {
@@ -126,6 +127,31 @@ func TestAdminCLIAgainstRunningRelay(t *testing.T) {
 	}
 	if code, _, _ := cli("user", "frob"); code != 2 {
 		t.Fatalf("an unknown command: %d", code)
+	}
+	// Drain: status says serving, then (SIGUSR1, then the command) draining.
+	if code, out, errs := cli("status"); code != 0 || !strings.Contains(out, "node n1") || !strings.Contains(out, ": serving;") {
+		t.Fatalf("status: %d %q %s", code, out, errs)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		code, out, _ := cli("status")
+		if code == 0 && strings.Contains(out, "draining since") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status after SIGUSR1: %d %q", code, out)
+		}
+	}
+	if code, out, errs := cli("drain", "--retry-after", "1s", "--grace", "1s"); code != 0 || !strings.Contains(out, "node n1 is draining: 0 session(s)") {
+		t.Fatalf("drain: %d %q %s", code, out, errs)
+	}
+	if code, _, errs := cli("drain", "--grace", "0s"); code != 2 || !strings.Contains(errs, "at least 1ms") {
+		t.Fatalf("drain --grace 0s: %d %s", code, errs)
+	}
+	if code, out, _ := cli("status", "--json"); code != 0 || !strings.Contains(out, `"draining": true`) {
+		t.Fatalf("status --json: %d %s", code, out)
 	}
 	cancel()
 	if code := <-served; code != 0 {
@@ -212,5 +238,23 @@ func TestClusterFlags(t *testing.T) {
 	}
 	if l.String() != "wss://a:8443,wss://b:8443,wss://c:8443" {
 		t.Errorf("--public-url lists: %q", l.String())
+	}
+}
+
+// serve's --recheck takes a duration of a second or more: a re-check in a
+// tight loop would read every shared person's role without pause.
+func TestRecheckFlag(t *testing.T) {
+	for _, c := range []struct {
+		value, want string
+	}{
+		{"0s", "give 1s or more"},
+		{"500ms", "give 1s or more"},
+		{"soon", "invalid value"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(t.Context(), []string{"serve", "--data-dir", t.TempDir(), "--insecure-no-tls", "--turn-listen", "off", "--recheck", c.value}, &out, &errb)
+		if code != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("--recheck %s: %d %q", c.value, code, errb.String())
+		}
 	}
 }
