@@ -121,6 +121,10 @@ func printStatus(w io.Writer, st relayapi.Status) {
 		for _, p := range s.Peers {
 			peers = append(peers, p.Name+" ("+peerState(p, "")+")")
 		}
+		if s.Error != "" {
+			fmt.Fprintf(tw, "%s\t?\t-\t(no answer: %s)\t-\n", s.Name, s.Error)
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\n", s.Name, s.Replicas, dash(s.Leader), dash(strings.Join(peers, ", ")), s.Messages)
 	}
 	tw.Flush()

@@ -40,6 +40,8 @@ type StreamStatus struct {
 	// Peers are the stream's other replicas.
 	Peers    []ClusterPeer `json:"peers,omitempty"`
 	Messages uint64        `json:"messages"`
+	// Error says why the stream did not answer (then the rest is empty).
+	Error string `json:"error,omitempty"`
 }
 
 // PathAdminBackup writes a backup of the whole store (POST Backup ->

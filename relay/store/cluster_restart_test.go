@@ -159,4 +159,14 @@ func TestClusterRefusesStrangersAndAConflictingImport(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(nodes[0].dir, store.SingleDir)); err != nil {
 		t.Fatalf("a's single node's data: %v", err)
 	}
+
+	// c stops: b alone is left without a quorum; its status still
+	// answers, within its budget, each stream with its leader or why it
+	// did not answer (nats-server takes seconds to notice the lost
+	// quorum: the metadata leader is not asserted gone here).
+	nodes[2].s.Close()
+	nodes[2].s = nil
+	if st, err := nodes[1].s.Status(ctx); err != nil || len(st.Streams) != 10 {
+		t.Fatalf("b's status, alone: %+v %v", st, err)
+	}
 }
