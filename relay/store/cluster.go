@@ -223,11 +223,11 @@ func (s *Store) wantReplicas() int {
 }
 
 // createClusterStreams makes the buckets and the audit stream that are
-// not there, and settles every one's config for a cluster (clusterConfig).
-// An existing stream's other settings are left as they are.
+// not there, and settles every one's config for a cluster (settle). An
+// existing stream's other settings are left as they are. bindStreams
+// binds them after.
 func (s *Store) createClusterStreams(ctx context.Context) error {
-	kvs := s.kvFields()
-	for i, cfg := range bucketConfigs() {
+	for _, cfg := range bucketConfigs() {
 		st, err := s.js.Stream(ctx, "KV_"+cfg.Bucket)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			cfg.Storage, cfg.Replicas = jetstream.FileStorage, s.wantReplicas()
@@ -237,9 +237,6 @@ func (s *Store) createClusterStreams(ctx context.Context) error {
 		}
 		if err == nil {
 			err = s.settle(ctx, st.CachedInfo().Config)
-		}
-		if err == nil {
-			*kvs[i], err = s.js.KeyValue(ctx, cfg.Bucket)
 		}
 		if err != nil {
 			return api.Errorf(api.KindEnv, "relay store: bucket %s: %w", cfg.Bucket, err)
@@ -257,7 +254,6 @@ func (s *Store) createClusterStreams(ctx context.Context) error {
 	if err != nil {
 		return api.Errorf(api.KindEnv, "relay store: stream %s: %w", StreamAudit, err)
 	}
-	s.audit = st
 	return nil
 }
 

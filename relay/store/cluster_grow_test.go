@@ -109,7 +109,7 @@ func TestClusterGrowsFromOneNode(t *testing.T) {
 	single.Close()
 
 	start := time.Now()
-	startCluster(t, nodes, nodes)
+	startClusterFrom(t, nodes, true)
 	defer stopAll(nodes)
 	t.Logf("three nodes up, a's data imported, in %s", time.Since(start).Round(time.Millisecond))
 	for _, n := range nodes {

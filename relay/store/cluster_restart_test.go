@@ -22,7 +22,7 @@ func TestClusterRestartsAndLosesANode(t *testing.T) {
 	ctx := t.Context()
 	nodes := newNodes(t, "a", "b", "c")
 	start := time.Now()
-	startCluster(t, nodes, nodes)
+	startCluster(t, nodes)
 	defer stopAll(nodes)
 	t.Logf("three new nodes up in %s", time.Since(start).Round(time.Millisecond))
 	for _, n := range nodes[1:] {
@@ -35,7 +35,7 @@ func TestClusterRestartsAndLosesANode(t *testing.T) {
 
 	stopAll(nodes)
 	start = time.Now()
-	startCluster(t, nodes, nodes)
+	startCluster(t, nodes)
 	t.Logf("restarted in %s", time.Since(start).Round(time.Millisecond))
 	for _, n := range nodes {
 		if err := st.holds(ctx, n.s); err != nil {

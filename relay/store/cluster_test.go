@@ -54,34 +54,52 @@ func newNodes(t *testing.T, names ...string) []*node {
 	return ns
 }
 
-// startCluster opens every node of nodes (nil s) as one cluster, at once
-// (each Open waits for a quorum), on fresh ports; the first is opened a
-// moment before the others when first is set. It tries again on a port
+// startCluster opens every node of nodes as one cluster, at once (each
+// Open waits for a quorum), on fresh ports. It tries again on a port
 // collision.
-func startCluster(t *testing.T, nodes []*node, all []*node) {
+func startCluster(t *testing.T, nodes []*node) { startClusterFrom(t, nodes, false) }
+
+// startClusterFrom is startCluster; with oldFirst, the first node is
+// started before the others, as operations.md has a single node that
+// grows into a cluster started (its route port up, so its "importing"
+// answer reaches the new nodes).
+func startClusterFrom(t *testing.T, nodes []*node, oldFirst bool) {
 	t.Helper()
 	for attempt := 0; ; attempt++ {
-		ports := freePorts(t, len(all))
+		ports := freePorts(t, len(nodes))
 		errs := make([]error, len(nodes))
+		firstDone := make(chan struct{})
 		var wg sync.WaitGroup
 		for i, n := range nodes {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				n.s, errs[i] = openNode(t, n, all, ports)
+				n.s, errs[i] = openNode(t, n, nodes, ports)
+				if i == 0 {
+					close(firstDone)
+				}
 			}()
+			if i == 0 && oldFirst {
+				waitFor(t, "the first node's route port", func() error {
+					select {
+					case <-firstDone: // it failed (or, alone, cannot have started)
+						return nil
+					default:
+					}
+					c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports[0]))
+					if err == nil {
+						c.Close()
+					}
+					return err
+				})
+			}
 		}
 		wg.Wait()
 		err := errors.Join(errs...)
 		if err == nil {
 			return
 		}
-		for _, n := range nodes {
-			if n.s != nil {
-				n.s.Close()
-				n.s = nil
-			}
-		}
+		stopAll(nodes)
 		if attempt < 3 && strings.Contains(err.Error(), "address already in use") {
 			continue
 		}

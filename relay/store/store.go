@@ -309,16 +309,19 @@ func (s *Store) makeStreams(ctx context.Context) error {
 		return s.createStreams(ctx)
 	}
 	for {
+		// The leader makes and settles them; every node, the leader too,
+		// binds them once settled (bindStreams checks it on a fresh info:
+		// a handle bound from an info read before the settle would keep
+		// direct gets).
+		tctx, cancel := context.WithTimeout(ctx, clusterTry)
 		var err error
 		if s.ns.JetStreamIsLeader() {
-			tctx, cancel := context.WithTimeout(ctx, clusterTry)
-			err = s.createStreams(tctx)
-			cancel()
-		} else {
-			tctx, cancel := context.WithTimeout(ctx, clusterTry)
-			err = s.bindStreams(tctx)
-			cancel()
+			err = s.createClusterStreams(tctx)
 		}
+		if err == nil {
+			err = s.bindStreams(tctx)
+		}
+		cancel()
 		if err == nil {
 			return nil
 		}
@@ -334,9 +337,6 @@ func (s *Store) makeStreams(ctx context.Context) error {
 }
 
 func (s *Store) createStreams(ctx context.Context) error {
-	if s.cluster != nil {
-		return s.createClusterStreams(ctx)
-	}
 	kvs := s.kvFields()
 	for i, cfg := range bucketConfigs() {
 		cfg.Storage = jetstream.FileStorage
