@@ -51,7 +51,8 @@ func drain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// status prints the running node's state.
+// status prints the running node's state, its cluster and the store's
+// replication.
 func status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -66,20 +67,29 @@ func status(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	st, err := relayd.NewAdminClient(*dataDir).Node(ctx)
+	c := relayd.NewAdminClient(*dataDir)
+	st, err := c.Node(ctx)
+	var store relayapi.Status
+	if err == nil {
+		store, err = c.Status(ctx)
+	}
 	if err != nil {
 		e := api.AsError(err)
 		fmt.Fprintf(stderr, "cua-relay: %s: %s\n", e.Kind, e.Message)
 		return 1
 	}
 	if *asJSON {
-		return printJSON(stdout, st)
+		return printJSON(stdout, struct {
+			relayapi.NodeStatus
+			Store relayapi.Status `json:"store"`
+		}{st, store})
 	}
 	state := "serving"
 	if st.Draining {
 		state = "draining since " + time.UnixMilli(st.DrainingSinceMS).UTC().Format(time.RFC3339) + " (refuses new attaches)"
 	}
 	fmt.Fprintf(stdout, "node %s (cua-relay %s): %s; %d session(s) attached; URLs %s\n", st.Node, st.Version, state, st.Sessions, strings.Join(st.URLs, ", "))
+	printStatus(stdout, store)
 	return 0
 }
 

@@ -111,6 +111,20 @@ func TestAdminCLIAgainstRunningRelay(t *testing.T) {
 		!strings.Contains(out, "cua_relay_turn_allocations 0\n") {
 		t.Fatalf("metrics: %d %s %s", code, out, errs)
 	}
+	if code, out, errs := cli("status"); code != 0 || !strings.Contains(out, "a single node (no cluster)") || !strings.Contains(out, "KV_relay_users") {
+		t.Fatalf("status: %d %s %s", code, out, errs)
+	}
+	if code, out, _ := cli("metrics"); code != 0 || !strings.Contains(out, "cua_relay_jetstream_meta_leader 1\n") {
+		t.Fatalf("metrics: no NATS health: %s", out)
+	}
+	// A backup is a single node's JetStream dir: another relay opens it.
+	bdir := filepath.Join(t.TempDir(), "backup")
+	if code, out, errs := cli("backup", "--to", bdir); code != 0 || !strings.Contains(out, "backup in "+bdir) {
+		t.Fatalf("backup: %d %s %s", code, out, errs)
+	}
+	if code, _, errs := cli("backup", "--to", bdir); code != 1 || !strings.Contains(errs, "not empty") {
+		t.Fatalf("backup over a backup: %d %s", code, errs)
+	}
 	if code, _, _ := cli("user", "frob"); code != 2 {
 		t.Fatalf("an unknown command: %d", code)
 	}
@@ -187,6 +201,43 @@ func TestTURNFlags(t *testing.T) {
 	if code := run(t.Context(), []string{"serve", "--data-dir", t.TempDir(), "--insecure-no-tls", "--turn-tls-listen", "127.0.0.1:0"}, &out, &errb); code != 2 ||
 		!strings.Contains(errb.String(), "needs the relay's certificate") {
 		t.Fatalf("TURN over TLS without TLS: %d %s", code, errb.String())
+	}
+}
+
+// The cluster's flags: a mesh key from cua-relay cluster key, which
+// --cluster requires in a file others may not read; the cluster's other
+// flags need --cluster; --public-url takes comma lists.
+func TestClusterFlags(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(t.Context(), []string{"cluster", "key"}, &out, &errb); code != 0 || !regexp.MustCompile(`^[0-9a-f]{64}\n$`).MatchString(out.String()) {
+		t.Fatalf("cluster key: %d %q %s", code, out.String(), errb.String())
+	}
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "mesh.key")
+	if err := os.WriteFile(keyFile, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cluster", "relays"}, "needs --cluster-key-file"},
+		{[]string{"--cluster", "relays", "--cluster-key-file", keyFile}, "others may read it"},
+		{[]string{"--routes", "nats://127.0.0.1:6222"}, "need --cluster NAME"},
+		{[]string{"--cluster", "relays", "--cluster-key-file", keyFile + ".none"}, "no such file"},
+	} {
+		errb.Reset()
+		args := append([]string{"serve", "--data-dir", t.TempDir(), "--insecure-no-tls", "--turn-listen", "off"}, c.args...)
+		if code := run(t.Context(), args, &out, &errb); code != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("serve %v: %d %s, want %q", c.args, code, errb.String(), c.want)
+		}
+	}
+	var l listFlag
+	for _, v := range []string{"wss://a:8443,wss://b:8443", " wss://c:8443 "} {
+		_ = l.Set(v)
+	}
+	if l.String() != "wss://a:8443,wss://b:8443,wss://c:8443" {
+		t.Errorf("--public-url lists: %q", l.String())
 	}
 }
 

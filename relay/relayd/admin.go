@@ -34,6 +34,8 @@ func (s *Server) AdminHandler() http.Handler {
 	mux.HandleFunc("POST "+relayapi.PathAdminTokens, s.adminCreateToken)
 	mux.HandleFunc("GET "+relayapi.PathAdminComputers, s.adminListComputers)
 	mux.HandleFunc("GET "+relayapi.PathAdminMetrics, s.adminMetrics)
+	mux.HandleFunc("GET "+relayapi.PathAdminStatus, s.adminStatus)
+	mux.HandleFunc("POST "+relayapi.PathAdminBackup, s.adminBackup)
 	mux.HandleFunc("GET "+relayapi.PathAdminTeams, s.adminListTeams)
 	mux.HandleFunc("POST "+relayapi.PathAdminTeams, s.adminCreateTeam)
 	mux.HandleFunc("POST "+relayapi.PathAdminTeamMembers, s.adminAddMember)

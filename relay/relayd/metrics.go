@@ -52,6 +52,7 @@ func (s *Server) WriteMetrics(w io.Writer) {
 		draining = 1
 	}
 	fmt.Fprintf(w, "# TYPE cua_relay_draining gauge\ncua_relay_draining %d\n", draining)
+	s.writeNATSMetrics(w)
 	if mw, ok := s.cfg.TURN.(metricsWriter); ok {
 		mw.WriteMetrics(w)
 	}
