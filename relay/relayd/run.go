@@ -32,6 +32,9 @@ type Options struct {
 	// Start fills in the secret (the store's), the logger and the clock;
 	// a TLSAddr without a TLSConfig uses TLS.
 	TURN *turnsvc.Options
+	// Cluster makes this node one of a cluster of relay nodes on clustered
+	// NATS (nil: a single node); Node must then be unique in the cluster.
+	Cluster *store.ClusterOptions
 }
 
 // Relay is a running relay node.
@@ -62,7 +65,7 @@ func Start(ctx context.Context, ln net.Listener, o Options) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(ctx, o.DataDir, o.Logger, store.Options{Node: o.Node})
+	st, err := store.Open(ctx, o.DataDir, o.Logger, store.Options{Node: o.Node, Cluster: o.Cluster})
 	if err != nil {
 		adminLn.Close()
 		return nil, err

@@ -20,8 +20,9 @@ import (
 // (forget). Paths where that matters more (a computer token at attach,
 // whose record a rotation just replaced) read the bucket itself.
 type mirror struct {
-	kv jetstream.KeyValue
-	w  jetstream.KeyWatcher
+	kv     jetstream.KeyValue
+	w      jetstream.KeyWatcher
+	cancel context.CancelFunc // ends the watch's context
 
 	mu sync.RWMutex
 	m  map[string][]byte
@@ -33,11 +34,13 @@ type mirror struct {
 // every key the bucket held.
 func newMirror(ctx context.Context, kv jetstream.KeyValue) (*mirror, error) {
 	// The watch lives as long as the store, not the opening call.
-	w, err := kv.WatchAll(context.WithoutCancel(ctx))
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w, err := kv.WatchAll(wctx)
 	if err != nil {
+		cancel()
 		return nil, storeErr("watch "+kv.Bucket(), err)
 	}
-	m := &mirror{kv: kv, w: w, m: map[string][]byte{}, done: make(chan struct{})}
+	m := &mirror{kv: kv, w: w, cancel: cancel, m: map[string][]byte{}, done: make(chan struct{})}
 	ready := make(chan struct{})
 	go m.follow(ready)
 	select {
@@ -98,8 +101,10 @@ func (m *mirror) forget(key string) {
 	m.mu.Unlock()
 }
 
-// stop ends the watch and waits for its goroutine.
+// stop ends the watch and waits for its goroutine. The store closes its
+// connection first (Close says why); the watch ends with it.
 func (m *mirror) stop() {
+	m.cancel()
 	_ = m.w.Stop()
 	<-m.done
 }

@@ -16,8 +16,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -64,6 +66,8 @@ const (
 	// AuditMaxAge and AuditMaxBytes bound the audit stream.
 	AuditMaxAge   = 90 * 24 * time.Hour
 	AuditMaxBytes = 256 << 20
+	// clusterTry bounds one try of a cluster node's setup request.
+	clusterTry = 3 * time.Second
 	// startTimeout bounds the embedded server's start.
 	startTimeout = 30 * time.Second
 	// opTimeout bounds one store operation when the caller's context has
@@ -78,15 +82,18 @@ type Options struct {
 	Node string
 	// Now is the clock of created_ms and audit times; default time.Now.
 	Now func() time.Time
+	// Cluster makes this node one of a cluster (nil: a single node).
+	Cluster *ClusterOptions
 }
 
 // Store is the relay's state. Its methods are safe for concurrent use.
 type Store struct {
-	ns  *server.Server
-	nc  *nats.Conn
-	js  jetstream.JetStream
-	log *slog.Logger
-	now func() time.Time
+	ns   *server.Server
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	log  *slog.Logger
+	now  func() time.Time
+	node string
 
 	users, userNames, tokens, retired, computers, meta jetstream.KeyValue
 	teams, userTeams, shares                           jetstream.KeyValue
@@ -97,12 +104,23 @@ type Store struct {
 
 	grantKey   ed25519.PrivateKey
 	turnSecret []byte
+
+	cluster     *ClusterOptions // nil: a single node
+	stopScaling context.CancelFunc
+	scaling     sync.WaitGroup
 }
+
+// buckets are every bucket's name (bucketConfigs' order).
+var buckets = []string{bucketUsers, bucketUserNames, bucketTokens, bucketRetired, bucketComputers, bucketMeta, bucketTeams, bucketUserTeams, bucketShares}
 
 // Open starts the embedded nats-server with JetStream on dataDir/jetstream
 // (no listener: the relay talks to it in process), makes the buckets and
 // the audit stream if they are not there, and loads (or makes, once) the
 // relay's grant key.
+//
+// With o.Cluster the server is one node of a cluster (cluster.go): Open
+// waits for a quorum of nodes, and a single node's data found in dataDir
+// is brought into the cluster (grow.go).
 func Open(ctx context.Context, dataDir string, log *slog.Logger, o Options) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -119,12 +137,57 @@ func Open(ctx context.Context, dataDir string, log *slog.Logger, o Options) (*St
 			o.Node = "relay"
 		}
 	}
+	if o.Cluster != nil {
+		if err := o.Cluster.validate(); err != nil {
+			return nil, err
+		}
+	}
 	dir := filepath.Join(dataDir, JetStreamDir)
+	single, err := setAsideSingle(dataDir, o.Cluster != nil, log)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, api.Errorf(api.KindIO, "relay store: make %s: %w", dir, err)
 	}
-	ns, err := server.NewServer(&server.Options{
-		ServerName:             o.Node,
+	clientToken := ""
+	if o.Cluster != nil {
+		clientToken = GenerateKey()
+	}
+	ns, err := startServer(dir, o.Node, o.Cluster, clientToken, log)
+	if err != nil {
+		return nil, err
+	}
+	if o.Cluster != nil {
+		if err := markCluster(dir); err != nil {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+			return nil, err
+		}
+	}
+	s := &Store{ns: ns, log: log, now: o.Now, node: o.Node, cluster: o.Cluster}
+	if err := s.open(ctx, clientToken, single); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if o.Cluster != nil {
+		sctx, cancel := context.WithCancel(context.Background())
+		s.stopScaling = cancel
+		s.scaling.Add(1)
+		go func() {
+			defer s.scaling.Done()
+			s.keepScaling(sctx)
+		}()
+	}
+	return s, nil
+}
+
+// startServer starts nats-server on the JetStream dir dir: with no
+// listener at all on a single node (cluster nil), with routes in a
+// cluster.
+func startServer(dir, node string, cluster *ClusterOptions, clientToken string, log *slog.Logger) (*server.Server, error) {
+	opts := &server.Options{
+		ServerName:             node,
 		DontListen:             true,
 		JetStream:              true,
 		StoreDir:               dir,
@@ -132,7 +195,20 @@ func Open(ctx context.Context, dataDir string, log *slog.Logger, o Options) (*St
 		DisableJetStreamBanner: true,
 		// Memory storage is not used: keep JetStream from reserving RAM for it.
 		JetStreamMaxMemory: 1 << 20,
-	})
+	}
+	if cluster != nil {
+		if err := cluster.applyCluster(opts, clientToken); err != nil {
+			return nil, err
+		}
+		// nats-server would wait startTimeout on a route port taken:
+		// say so at once.
+		ln, err := net.Listen("tcp", cluster.Listen)
+		if err != nil {
+			return nil, api.Errorf(api.KindIO, "relay cluster: listen for routes: %w", err)
+		}
+		ln.Close()
+	}
+	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, api.Errorf(api.KindEnv, "relay store: nats-server: %w", err)
 	}
@@ -141,18 +217,31 @@ func Open(ctx context.Context, dataDir string, log *slog.Logger, o Options) (*St
 	if !ns.ReadyForConnections(startTimeout) {
 		ns.Shutdown()
 		ns.WaitForShutdown()
+		if cluster != nil {
+			return nil, api.Errorf(api.KindEnv, "relay store: nats-server did not start within %s (is %s another relay's, or %s taken?)", startTimeout, dir, cluster.Listen)
+		}
 		return nil, api.Errorf(api.KindEnv, "relay store: nats-server did not start within %s (is %s another relay's?)", startTimeout, dir)
 	}
-	s := &Store{ns: ns, log: log, now: o.Now}
-	if err := s.open(ctx, o.Node); err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
+	return ns, nil
 }
 
-func (s *Store) open(ctx context.Context, node string) error {
-	nc, err := nats.Connect("", nats.InProcessServer(s.ns), nats.Name("cua-relay "+node), nats.MaxReconnects(-1))
+// bucketConfigs are the buckets, as made on a first start.
+func bucketConfigs() []jetstream.KeyValueConfig {
+	return []jetstream.KeyValueConfig{
+		{Bucket: bucketUsers, Description: "relay users by id"},
+		{Bucket: bucketUserNames, Description: "relay user ids by name"},
+		{Bucket: bucketTokens, Description: "token hashes: user and computer tokens"},
+		{Bucket: bucketRetired, Description: "revoked and rotated token hashes", TTL: RetiredTTL},
+		{Bucket: bucketComputers, Description: "computers by name"},
+		{Bucket: bucketMeta, Description: "the relay's own keys"},
+		{Bucket: bucketTeams, Description: "teams by id"},
+		{Bucket: bucketUserTeams, Description: "each user's team"},
+		{Bucket: bucketShares, Description: "computers' shares"},
+	}
+}
+
+func (s *Store) open(ctx context.Context, clientToken, single string) error {
+	nc, err := nats.Connect("", nats.InProcessServer(s.ns), nats.Name("cua-relay "+s.node), nats.MaxReconnects(-1), nats.Token(clientToken))
 	if err != nil {
 		return api.Errorf(api.KindEnv, "relay store: connect in process: %w", err)
 	}
@@ -160,41 +249,38 @@ func (s *Store) open(ctx context.Context, node string) error {
 	if s.js, err = jetstream.New(nc); err != nil {
 		return api.Errorf(api.KindEnv, "relay store: jetstream: %w", err)
 	}
-	ctx, cancel := opContext(ctx)
-	defer cancel()
-	for _, b := range []struct {
-		kv  *jetstream.KeyValue
-		cfg jetstream.KeyValueConfig
-	}{
-		{&s.users, jetstream.KeyValueConfig{Bucket: bucketUsers, Description: "relay users by id"}},
-		{&s.userNames, jetstream.KeyValueConfig{Bucket: bucketUserNames, Description: "relay user ids by name"}},
-		{&s.tokens, jetstream.KeyValueConfig{Bucket: bucketTokens, Description: "token hashes: user and computer tokens"}},
-		{&s.retired, jetstream.KeyValueConfig{Bucket: bucketRetired, Description: "revoked and rotated token hashes", TTL: RetiredTTL}},
-		{&s.computers, jetstream.KeyValueConfig{Bucket: bucketComputers, Description: "computers by name"}},
-		{&s.meta, jetstream.KeyValueConfig{Bucket: bucketMeta, Description: "the relay's own keys"}},
-		{&s.teams, jetstream.KeyValueConfig{Bucket: bucketTeams, Description: "teams by id"}},
-		{&s.userTeams, jetstream.KeyValueConfig{Bucket: bucketUserTeams, Description: "each user's team"}},
-		{&s.shares, jetstream.KeyValueConfig{Bucket: bucketShares, Description: "computers' shares"}},
-	} {
-		b.cfg.Storage = jetstream.FileStorage
-		kv, err := s.js.CreateOrUpdateKeyValue(ctx, b.cfg)
+	if single != "" {
+		// Say so before the wait: a new node of the cluster that asks
+		// must wait for this node's secrets instead of making its own.
+		sub, err := nc.Subscribe(subjectImportPending, func(m *nats.Msg) { _ = m.Respond([]byte(s.node)) })
 		if err != nil {
-			return api.Errorf(api.KindEnv, "relay store: bucket %s: %w", b.cfg.Bucket, err)
+			return api.Errorf(api.KindEnv, "relay store: %w", err)
 		}
-		*b.kv = kv
+		defer sub.Unsubscribe()
 	}
-	s.audit, err = s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name: StreamAudit, Description: "relay audit lines", Subjects: []string{auditSubject},
-		Storage: jetstream.FileStorage, MaxAge: AuditMaxAge, MaxBytes: AuditMaxBytes, Discard: jetstream.DiscardOld,
-	})
-	if err != nil {
-		return api.Errorf(api.KindEnv, "relay store: stream %s: %w", StreamAudit, err)
+	if err := s.waitJetStream(ctx); err != nil {
+		return err
+	}
+	// The buckets and mirrors are bounded as one store operation; the
+	// import and the wait for another node's import only by ctx.
+	octx, cancel := opContext(ctx)
+	defer cancel()
+	if err := s.makeStreams(octx); err != nil {
+		return err
+	}
+	if single != "" {
+		if err := s.importSingle(ctx, single); err != nil {
+			return err
+		}
 	}
 	for _, m := range []struct {
 		to **mirror
 		kv jetstream.KeyValue
 	}{{&s.tokenMirror, s.tokens}, {&s.userMirror, s.users}, {&s.computerMirror, s.computers}} {
-		if *m.to, err = newMirror(ctx, m.kv); err != nil {
+		mctx, cancel := opContext(ctx)
+		*m.to, err = newMirror(mctx, m.kv)
+		cancel()
+		if err != nil {
 			return err
 		}
 	}
@@ -209,12 +295,107 @@ func (s *Store) open(ctx context.Context, node string) error {
 	return err
 }
 
+// makeStreams makes (or updates) the buckets and the audit stream, with
+// the replicas the cluster calls for, never fewer than they have. In a
+// cluster only the JetStream metadata leader does: nats-server answers
+// only one of several creates of a stream at once (the others wait for
+// nothing), so the other nodes wait for the streams to be there.
+func (s *Store) makeStreams(ctx context.Context) error {
+	if s.cluster == nil {
+		return s.createStreams(ctx)
+	}
+	for {
+		var err error
+		if s.ns.JetStreamIsLeader() {
+			tctx, cancel := context.WithTimeout(ctx, 4*clusterTry)
+			err = s.createStreams(tctx)
+			cancel()
+		} else {
+			tctx, cancel := context.WithTimeout(ctx, clusterTry)
+			err = s.bindStreams(tctx)
+			cancel()
+		}
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return api.Errorf(api.KindEnv, "relay store: make the buckets: %w", err)
+		}
+		s.log.Debug("relay cluster: buckets not there yet", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Store) createStreams(ctx context.Context) error {
+	if s.cluster != nil {
+		return s.createClusterStreams(ctx)
+	}
+	kvs := s.kvFields()
+	for i, cfg := range bucketConfigs() {
+		cfg.Storage = jetstream.FileStorage
+		kv, err := s.js.CreateOrUpdateKeyValue(ctx, cfg)
+		if err != nil {
+			return api.Errorf(api.KindEnv, "relay store: bucket %s: %w", cfg.Bucket, err)
+		}
+		*kvs[i] = kv
+	}
+	var err error
+	s.audit, err = s.js.CreateOrUpdateStream(ctx, auditConfig())
+	if err != nil {
+		return api.Errorf(api.KindEnv, "relay store: stream %s: %w", StreamAudit, err)
+	}
+	return nil
+}
+
+func auditConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name: StreamAudit, Description: "relay audit lines", Subjects: []string{auditSubject},
+		Storage: jetstream.FileStorage, MaxAge: AuditMaxAge, MaxBytes: AuditMaxBytes, Discard: jetstream.DiscardOld,
+	}
+}
+
+// bindStreams finds the buckets and the audit stream the metadata leader
+// made, once it has settled them (clusterConfig).
+func (s *Store) bindStreams(ctx context.Context) error {
+	kvs := s.kvFields()
+	for i, b := range buckets {
+		st, err := s.js.Stream(ctx, "KV_"+b)
+		if err != nil {
+			return api.Errorf(api.KindEnv, "relay store: bucket %s: %w", b, err)
+		}
+		if st.CachedInfo().Config.AllowDirect {
+			return api.Errorf(api.KindEnv, "relay store: bucket %s: not settled for a cluster yet", b)
+		}
+		if *kvs[i], err = s.js.KeyValue(ctx, b); err != nil {
+			return api.Errorf(api.KindEnv, "relay store: bucket %s: %w", b, err)
+		}
+	}
+	var err error
+	if s.audit, err = s.js.Stream(ctx, StreamAudit); err != nil {
+		return api.Errorf(api.KindEnv, "relay store: stream %s: %w", StreamAudit, err)
+	}
+	return nil
+}
+
+// kvFields are the bucket handles, in buckets' order.
+func (s *Store) kvFields() []*jetstream.KeyValue {
+	return []*jetstream.KeyValue{&s.users, &s.userNames, &s.tokens, &s.retired, &s.computers, &s.meta, &s.teams, &s.userTeams, &s.shares}
+}
+
 // loadSecret reads the random value of key in the meta bucket, or makes it
 // on the first start. Create (not Put) makes the first writer win: two
 // nodes starting at once end up with one value (one grant key, which every
 // Space pins; one TURN secret, which every node checks credentials with).
 func (s *Store) loadSecret(ctx context.Context, key, what string, size int) ([]byte, error) {
 	e, err := s.meta.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) && s.cluster != nil {
+		// A node may be bringing a single node's data, these secrets
+		// included, into the cluster: wait for them, never make others.
+		e, err = s.awaitImport(ctx, key)
+	}
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		b := make([]byte, size)
 		rand.Read(b)
@@ -244,13 +425,21 @@ func (s *Store) TURNSecret() []byte { return s.turnSecret }
 // Close ends the connection and stops nats-server, which flushes
 // JetStream's files.
 func (s *Store) Close() error {
+	if s.stopScaling != nil {
+		s.stopScaling()
+		s.scaling.Wait()
+	}
+	// The connection first: a watch's stop would ask JetStream to delete
+	// its consumer and wait seconds for an answer that the last node of a
+	// cluster, without a quorum, never gets. Closed, the connection ends
+	// the watches at once; their consumers are ephemeral and go with it.
+	if s.nc != nil {
+		s.nc.Close()
+	}
 	for _, m := range []*mirror{s.tokenMirror, s.userMirror, s.computerMirror} {
 		if m != nil {
 			m.stop()
 		}
-	}
-	if s.nc != nil {
-		s.nc.Close()
 	}
 	s.ns.Shutdown()
 	s.ns.WaitForShutdown()
