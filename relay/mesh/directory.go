@@ -2,7 +2,9 @@ package mesh
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -28,23 +30,60 @@ func (m *Mesh) Announce(computer string) (stop func(), err error) {
 	return func() { _ = sub.Unsubscribe() }, nil
 }
 
-// serveDirectory answers the directory's requests with this node's name.
+// Presence is the directory's answer for a computer: the node that holds
+// its session, and what that node tells of it.
+type Presence struct {
+	Node    string `json:"node"`
+	SinceMS int64  `json:"since_ms,omitempty"`
+	Daemon  string `json:"daemon,omitempty"`
+	// Connected are the shared people with a stream open to it now.
+	Connected []string `json:"connected,omitempty"`
+}
+
+// maxPresenceSize bounds a directory answer.
+const maxPresenceSize = 16 << 10
+
+// serveDirectory answers the directory's requests: this node's name and
+// what Options.Presence adds.
 func (m *Mesh) serveDirectory() {
-	node := []byte(m.o.Node)
 	for {
 		select {
 		case msg := <-m.dirCh:
-			_ = msg.Respond(node)
+			p := Presence{Node: m.o.Node}
+			if m.o.Presence != nil {
+				p = m.o.Presence(strings.TrimPrefix(msg.Subject, subjComputer))
+				p.Node = m.o.Node
+			}
+			b, err := json.Marshal(p)
+			if err != nil || len(b) > maxPresenceSize {
+				b, _ = json.Marshal(Presence{Node: m.o.Node, SinceMS: p.SinceMS})
+			}
+			_ = msg.Respond(b)
 		case <-m.done:
 			return
 		}
 	}
 }
 
+// ParsePresence reads a directory answer.
+func ParsePresence(b []byte) (Presence, error) {
+	var p Presence
+	if len(b) > maxPresenceSize {
+		return p, api.Errorf(api.KindInvalidArgument, "presence: %d bytes, over %d", len(b), maxPresenceSize)
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return Presence{}, api.Errorf(api.KindInvalidArgument, "presence: %v", err)
+	}
+	if err := CheckNode(p.Node); err != nil {
+		return Presence{}, err
+	}
+	return p, nil
+}
+
 // Locate answers the node that holds computer's session, or ErrOffline.
 // When two do (a Space that redialled before its old node noticed), the
 // first to answer wins; the new session's notice ends the old one.
-func (m *Mesh) Locate(ctx context.Context, computer string) (string, error) {
+func (m *Mesh) Locate(ctx context.Context, computer string) (Presence, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, LocateTimeout)
@@ -53,13 +92,13 @@ func (m *Mesh) Locate(ctx context.Context, computer string) (string, error) {
 	msg, err := m.nc.RequestWithContext(ctx, subjComputer+computer, nil)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return "", ErrOffline
+		return Presence{}, ErrOffline
 	case err != nil:
-		return "", api.Errorf(api.KindRelay, "mesh: locate %q: %w", computer, err)
+		return Presence{}, api.Errorf(api.KindRelay, "mesh: locate %q: %w", computer, err)
 	}
-	node := string(msg.Data)
-	if CheckNode(node) != nil {
-		return "", api.Errorf(api.KindRelay, "mesh: locate %q: a bad answer", computer)
+	p, err := ParsePresence(msg.Data)
+	if err != nil {
+		return Presence{}, api.Errorf(api.KindRelay, "mesh: locate %q: %w", computer, err)
 	}
-	return node, nil
+	return p, nil
 }

@@ -5,7 +5,7 @@ package mesh
 // cannot cause on purpose.
 func (m *Mesh) DropNextMessage(peer string) bool {
 	m.mu.Lock()
-	t := m.trunks[peer]
+	t := m.trunks[token(peer)]
 	m.mu.Unlock()
 	if t == nil {
 		return false

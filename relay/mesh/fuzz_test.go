@@ -92,3 +92,22 @@ func FuzzParseNotice(f *testing.F) {
 		}
 	})
 }
+
+// A directory answer of arbitrary bytes: parsed only with a node's name.
+func FuzzParsePresence(f *testing.F) {
+	f.Add([]byte(`{"node":"b","since_ms":1,"daemon":"1.0","connected":["u1"]}`))
+	f.Add([]byte(`{"node":"a.b"}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := mesh.ParsePresence(b)
+		if err != nil {
+			if api.KindOf(err) != api.KindInvalidArgument {
+				t.Fatalf("kind %s: %v", api.KindOf(err), err)
+			}
+			return
+		}
+		if mesh.CheckNode(p.Node) != nil {
+			t.Fatalf("parsed %+v", p)
+		}
+	})
+}

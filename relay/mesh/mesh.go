@@ -3,6 +3,8 @@ package mesh
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/binary"
 	"errors"
 	"log/slog"
@@ -47,6 +49,9 @@ type Options struct {
 	// Notice gets each notice another node publishes (Publish), in the
 	// order they came; nil: none is read.
 	Notice func(Notice)
+	// Presence tells the directory's answer for a computer this node
+	// announced (Node is filled in); nil: the node's name alone.
+	Presence func(computer string) Presence
 }
 
 // Mesh is this node's end of the data path between nodes.
@@ -75,15 +80,26 @@ type trunk struct {
 	err   error
 }
 
-// CheckNode checks that name can be a node's name in subjects: 1 to 64
-// bytes of letters, digits, '-' and '_'.
+// CheckNode checks a node's name: 1 to 128 bytes of printable ASCII, no
+// space.
 func CheckNode(name string) error {
-	if name == "" || len(name) > 64 || strings.IndexFunc(name, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
-	}) >= 0 {
-		return api.Errorf(api.KindInvalidArgument, "node name %.80q: want 1 to 64 letters, digits, '-' or '_' (it names NATS subjects)", name)
+	if name == "" || len(name) > 128 || strings.IndexFunc(name, func(r rune) bool { return r <= ' ' || r >= 0x7f }) >= 0 {
+		return api.Errorf(api.KindInvalidArgument, "node name %.80q: want 1 to 128 printable ASCII bytes, no space", name)
 	}
 	return nil
+}
+
+// token is a node's name as one subject token: itself when it is letters,
+// digits, '-' and '_' (a host name with dots is not), a hash of it
+// otherwise.
+func token(name string) string {
+	if len(name) <= 64 && strings.IndexFunc(name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	}) < 0 {
+		return name
+	}
+	h := sha256.Sum256([]byte(name))
+	return "h" + hex.EncodeToString(h[:12])
 }
 
 // New starts the mesh on o.Conn: the trunks' subscription, the directory's
@@ -103,7 +119,7 @@ func New(o Options) (*Mesh, error) {
 		dirCh: make(chan *nats.Msg, 1024), done: make(chan struct{}),
 		pipes: map[pipeKey]*pipe{}, trunks: map[string]*trunk{},
 	}
-	sub, err := m.nc.Subscribe(subjTrunk+o.Node+".*", m.onTrunkMsg)
+	sub, err := m.nc.Subscribe(subjTrunk+token(o.Node)+".*", m.onTrunkMsg)
 	if err != nil {
 		return nil, api.Errorf(api.KindEnv, "mesh: subscribe: %w", err)
 	}
@@ -159,10 +175,11 @@ func (m *Mesh) Dial(ctx context.Context, node string) (net.Conn, error) {
 	if err := CheckNode(node); err != nil {
 		return nil, err
 	}
-	if node == m.o.Node {
+	peer := token(node)
+	if peer == token(m.o.Node) {
 		return nil, api.Errorf(api.KindInvalidArgument, "mesh: a trunk to this node itself")
 	}
-	t, err := m.trunk(ctx, node)
+	t, err := m.trunk(ctx, peer)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +187,7 @@ func (m *Mesh) Dial(ctx context.Context, node string) (net.Conn, error) {
 	if err != nil {
 		// A trunk that ended since: make a new one, once.
 		m.forget(t)
-		if t, err = m.trunk(ctx, node); err != nil {
+		if t, err = m.trunk(ctx, peer); err != nil {
 			return nil, err
 		}
 		if st, err = t.mux.OpenStream(); err != nil {
@@ -180,8 +197,8 @@ func (m *Mesh) Dial(ctx context.Context, node string) (net.Conn, error) {
 	return st, nil
 }
 
-// trunk answers the trunk to node this node made, making it if need be;
-// callers at once share one making.
+// trunk answers the trunk to node (its token) this node made, making it
+// if need be; callers at once share one making.
 func (m *Mesh) trunk(ctx context.Context, node string) (*trunk, error) {
 	m.mu.Lock()
 	if m.closed {
@@ -213,7 +230,7 @@ func (m *Mesh) newTrunk(node string) *trunk {
 	_, _ = rand.Read(b[:])
 	key := pipeKey{peer: node, id: binary.BigEndian.Uint64(b[:]), maker: true}
 	t := &trunk{ready: make(chan struct{})}
-	t.p = newPipe(m.nc, subjTrunk+node+"."+m.o.Node, key, func() { m.dropPipe(key) })
+	t.p = newPipe(m.nc, subjTrunk+node+"."+token(m.o.Node), key, func() { m.dropPipe(key) })
 	m.pipes[key] = t.p
 	// yamux.Client fails only on a bad config.
 	t.mux, _ = yamux.Client(t.p, m.yamuxConfig(node))
@@ -297,9 +314,10 @@ func (m *Mesh) yamuxConfig(peer string) *yamux.Config {
 // belongs to; a first message makes the trunk (this node accepts it); a
 // message of a trunk that is gone answers a reset.
 func (m *Mesh) onTrunkMsg(msg *nats.Msg) {
+	// from is the peer's token: an accepted trunk's peer is known by it.
 	from := msg.Subject[strings.LastIndexByte(msg.Subject, '.')+1:]
 	typ, acceptor, id, seq, payload, ok := parseMsg(msg.Data)
-	if !ok || CheckNode(from) != nil || from == m.o.Node {
+	if !ok || from == token(m.o.Node) {
 		return
 	}
 	key := pipeKey{peer: from, id: id, maker: acceptor}
@@ -334,7 +352,7 @@ func (m *Mesh) onTrunkMsg(msg *nats.Msg) {
 // accept makes the pipe and yamux server of a trunk a peer made. m.mu is
 // held.
 func (m *Mesh) accept(key pipeKey) *pipe {
-	p := newPipe(m.nc, subjTrunk+key.peer+"."+m.o.Node, key, func() { m.dropPipe(key) })
+	p := newPipe(m.nc, subjTrunk+key.peer+"."+token(m.o.Node), key, func() { m.dropPipe(key) })
 	m.pipes[key] = p
 	mux, _ := yamux.Server(p, m.yamuxConfig(key.peer))
 	m.wg.Go(func() {

@@ -143,8 +143,8 @@ func TestDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "a finds box on b", func() bool {
-		node, err := a.Locate(t.Context(), "box")
-		return err == nil && node == "b"
+		p, err := a.Locate(t.Context(), "box")
+		return err == nil && p.Node == "b"
 	})
 	stop()
 	eventually(t, "box offline", func() bool {
