@@ -299,10 +299,14 @@ func (r *remote) open(ctx context.Context, c caller, kind mesh.StreamKind) (net.
 	node := r.node
 	r.mu.Unlock()
 	conn, err := r.openOn(ctx, node, c, kind)
-	if api.AsError(err).Reason != reasonNotHere {
+	if err == nil || api.AsError(err).Reason != reasonNotHere {
 		return conn, err
 	}
-	p, lerr := r.s.meshOf().Locate(ctx, r.name)
+	m := r.s.meshOf()
+	if m == nil {
+		return nil, offline(r.name)
+	}
+	p, lerr := m.Locate(ctx, r.name)
 	if lerr != nil || p.Node == node {
 		r.s.forgetRemote(r)
 		return nil, offline(r.name)
