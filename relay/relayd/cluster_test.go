@@ -82,9 +82,7 @@ func startCluster(t testing.TB, limits relayd.Limits, names ...string) []*testRe
 		if err == nil {
 			for _, n := range nodes {
 				t.Cleanup(func() { n.Close() })
-				if tt, ok := t.(*testing.T); ok {
-					n.t = tt
-				}
+				n.t = t
 			}
 			return nodes
 		}
@@ -108,7 +106,7 @@ type clusterFixture struct {
 	held     chan struct{} // a /hold request reached the Space
 }
 
-func newClusterFixture(t *testing.T) *clusterFixture {
+func newClusterFixture(t testing.TB) *clusterFixture {
 	nodes := startCluster(t, relayd.Limits{}, "a", "b", "c")
 	f := &clusterFixture{a: nodes[0], b: nodes[1], c: nodes[2], held: make(chan struct{}, 16)}
 	// Users and teams made on a, through its admin socket; the store is
@@ -139,7 +137,10 @@ func (f *clusterFixture) handler() http.Handler {
 		info, _ := r.Context().Value(grantCtxKey{}).(connInfo)
 		fmt.Fprintf(w, "held for %s as %s\n", info.grant.PersonName, info.grant.Role)
 		w.(http.Flusher).Flush()
-		f.held <- struct{}{}
+		select {
+		case f.held <- struct{}{}:
+		default:
+		}
 		<-r.Context().Done()
 	})
 	mux.HandleFunc("GET "+api.PathFileContent, func(w http.ResponseWriter, r *http.Request) {
@@ -311,7 +312,7 @@ func TestClusterNewerSessionElsewhere(t *testing.T) {
 	}
 }
 
-func (r *testRelay) get(t *testing.T, path, token string) *http.Response {
+func (r *testRelay) get(t testing.TB, path, token string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, r.url("/c/pc"+path), nil)
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -322,7 +323,7 @@ func (r *testRelay) get(t *testing.T, path, token string) *http.Response {
 	return resp
 }
 
-func (r *testRelay) shares(t *testing.T, token string) relayapi.Shares {
+func (r *testRelay) shares(t testing.TB, token string) relayapi.Shares {
 	t.Helper()
 	st, b, _ := r.do(http.MethodGet, "/v1/computers/pc/shares", token, nil)
 	if st != http.StatusOK {
