@@ -47,6 +47,9 @@ func (s *Server) WriteMetrics(w io.Writer) {
 	fmt.Fprintf(w, "# TYPE cua_relay_sessions gauge\ncua_relay_sessions %d\n", sessions)
 	fmt.Fprintf(w, "# TYPE cua_relay_sessions_max gauge\ncua_relay_sessions_max %d\n", s.cfg.Limits.MaxSessions)
 	fmt.Fprintf(w, "# TYPE cua_relay_data_pending gauge\ncua_relay_data_pending %d\n", pending)
+	if m := s.meshOf(); m != nil {
+		fmt.Fprintf(w, "# TYPE cua_relay_trunks gauge\ncua_relay_trunks %d\n", m.Trunks())
+	}
 	if mw, ok := s.cfg.TURN.(metricsWriter); ok {
 		mw.WriteMetrics(w)
 	}
