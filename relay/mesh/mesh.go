@@ -35,6 +35,13 @@ const (
 	helloRetry        = 20 * time.Millisecond
 )
 
+// A trunk's keepalive: a ping every TrunkKeepAlive, and a trunk whose ping
+// is not answered within TrunkTimeout ends.
+const (
+	TrunkKeepAlive = 2 * time.Second
+	TrunkTimeout   = 5 * time.Second
+)
+
 // Options make a Mesh.
 type Options struct {
 	// Conn reaches every node of the cluster (the store's in-process
@@ -307,6 +314,12 @@ func (m *Mesh) yamuxConfig(peer string) *yamux.Config {
 	// Streams between nodes carry every stream of a node pair: more may
 	// wait to be accepted than on one Space's session.
 	cfg.AcceptBacklog = 4096
+	// A node that died says nothing: its trunks' pings go unanswered,
+	// and their streams fail within TrunkKeepAlive + TrunkTimeout rather
+	// than a Space session's 45 s. A write to the pipe never waits on the
+	// network (NATS buffers it), so a short write timeout is safe.
+	cfg.KeepAliveInterval = TrunkKeepAlive
+	cfg.ConnectionWriteTimeout = TrunkTimeout
 	return cfg
 }
 

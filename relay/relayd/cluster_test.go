@@ -335,3 +335,27 @@ func (r *testRelay) shares(t testing.TB, token string) relayapi.Shares {
 	}
 	return s
 }
+
+// The home node dies: the Space attaches to another node (here by hand:
+// the Space's redial is the attacher's), and its owner's next request
+// through a reaches it there, its old home's trunk and pools left behind.
+func TestClusterHomeNodeDies(t *testing.T) {
+	f := newClusterFixture(t)
+	if st, b, _ := f.a.do(http.MethodGet, "/c/pc/v1/health", f.ann, nil); st != http.StatusOK {
+		t.Fatalf("through a: %d %s", st, b)
+	}
+	ct := f.a.register(f.ann, "pc")
+	f.sp.waitClosed()
+	f.b.attach(ct.Token, echoHandler())
+	if st, b, _ := f.a.do(http.MethodGet, "/c/pc/v1/health", f.ann, nil); st != http.StatusOK {
+		t.Fatalf("through a, the Space on b again: %d %s", st, b)
+	}
+	if err := f.b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.c.attach(ct.Token, echoHandler())
+	eventually(t, "pc reached through a on its new home c", func() bool {
+		st, b, _ := f.a.do(http.MethodGet, "/c/pc/v1/health", f.ann, nil)
+		return st == http.StatusOK && decodeEcho(t, b).PersonName == "ann"
+	})
+}

@@ -197,7 +197,7 @@ func (s *Server) onNotice(n mesh.Notice) {
 // --- the asking node ---
 
 // remote is a computer attached to another node, as this node reaches it:
-// its home, and the pools of streams to it per caller.
+// its home when last asked, and the pools of streams to it per caller.
 type remote struct {
 	s    *Server
 	name string
@@ -209,9 +209,9 @@ type remote struct {
 }
 
 // remoteFor is the remote of a computer attached to another node, or nil
-// when no node holds it (or this node is no cluster's). A known home is
-// used without asking the directory again: a stream to it that answers
-// not_here (the Space moved) locates it again.
+// when no node holds it (or this node is no cluster's). A known remote is
+// answered without asking the directory: its pooled streams need none,
+// and a new stream asks anyway (remote.open).
 func (s *Server) remoteFor(ctx context.Context, name string) *remote {
 	m := s.meshOf()
 	if m == nil {
@@ -292,29 +292,42 @@ func (r *remote) newTransport(c caller, kind mesh.StreamKind, once bool) *http.T
 	return t
 }
 
-// open opens a stream to the computer's Space through its home node; a
-// home that holds it no more is asked of the directory again, once.
+// open opens a stream to the computer's Space through its home node,
+// asked of the directory for each new stream (pooled streams ask nothing):
+// a Space that moved, or a node that died, is found at once. A home that
+// answers not_here (the Space left it since) is asked for again, once.
 func (r *remote) open(ctx context.Context, c caller, kind mesh.StreamKind) (net.Conn, error) {
-	r.mu.Lock()
-	node := r.node
-	r.mu.Unlock()
-	conn, err := r.openOn(ctx, node, c, kind)
-	if err == nil || api.AsError(err).Reason != reasonNotHere {
-		return conn, err
+	for try := 0; ; try++ {
+		node, err := r.locate(ctx)
+		if err != nil {
+			return nil, err
+		}
+		conn, err := r.openOn(ctx, node, c, kind)
+		if err == nil || try > 0 || api.AsError(err).Reason != reasonNotHere {
+			return conn, err
+		}
 	}
+}
+
+// locate asks the directory for the computer's home node; offline forgets
+// the remote.
+func (r *remote) locate(ctx context.Context) (string, error) {
 	m := r.s.meshOf()
 	if m == nil {
-		return nil, offline(r.name)
+		return "", offline(r.name)
 	}
-	p, lerr := m.Locate(ctx, r.name)
-	if lerr != nil || p.Node == node {
+	p, err := m.Locate(ctx, r.name)
+	if err != nil {
 		r.s.forgetRemote(r)
-		return nil, offline(r.name)
+		if errors.Is(err, mesh.ErrOffline) {
+			return "", offline(r.name)
+		}
+		return "", err
 	}
 	r.mu.Lock()
 	r.node = p.Node
 	r.mu.Unlock()
-	return r.openOn(ctx, p.Node, c, kind)
+	return p.Node, nil
 }
 
 func (r *remote) openOn(ctx context.Context, node string, c caller, kind mesh.StreamKind) (net.Conn, error) {
