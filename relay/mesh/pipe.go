@@ -55,6 +55,7 @@ type pipe struct {
 	wmu  sync.Mutex
 	wseq uint64
 	wbuf []byte
+	held []byte // a data frame's header, sent with its body (Write)
 	// dropNext skips the next message's publish (a test's lost message:
 	// NATS drops messages only under load it is hard to cause on purpose).
 	dropNext bool
@@ -140,9 +141,17 @@ func (p *pipe) Read(b []byte) (int, error) {
 }
 
 // Write sends b to the peer, in messages of at most maxChunk bytes.
+//
+// yamux writes a data frame's 12-byte header and its body in two Writes:
+// the header is held and sent in the body's message, one message a frame
+// instead of two (the bytes keep their order whatever comes next).
 func (p *pipe) Write(b []byte) (int, error) {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
+	if len(p.held) == 0 && isDataHeader(b) {
+		p.held = append(p.held, b...)
+		return len(b), nil
+	}
 	n := 0
 	for n < len(b) {
 		select {
@@ -155,16 +164,27 @@ func (p *pipe) Write(b []byte) (int, error) {
 		if p.dropNext {
 			p.dropNext = false
 		} else {
-			p.wbuf = appendMsg(p.wbuf[:0], msgData|p.flag, p.key.id, p.wseq, chunk)
+			p.wbuf = appendMsg(p.wbuf[:0], msgData|p.flag, p.key.id, p.wseq, p.held)
+			p.wbuf = append(p.wbuf, chunk...)
 			// Publish copies the message into the connection's buffer.
 			if err := p.nc.Publish(p.out, p.wbuf); err != nil {
 				p.end(api.Errorf(api.KindRelay, "relay trunk to %s: %w", p.key.peer, err), false)
 				return n, p.endErr()
 			}
 		}
+		p.held = p.held[:0]
 		n += len(chunk)
 	}
 	return n, nil
+}
+
+// yamuxHeaderLen is a yamux frame header's size.
+const yamuxHeaderLen = 12
+
+// isDataHeader reports whether b is a yamux data frame's header alone, of
+// a frame with a body (version 0, type 0, a length).
+func isDataHeader(b []byte) bool {
+	return len(b) == yamuxHeaderLen && b[0] == 0 && b[1] == 0 && binary.BigEndian.Uint32(b[8:]) > 0
 }
 
 func (p *pipe) endErr() error {
