@@ -216,3 +216,40 @@ func KindOf(err error) Kind {
 	}
 	return AsError(err).Kind
 }
+
+// StatusClientClosedRequest is the HTTP status of a call whose caller went
+// away (kind cancelled), as nginx names it; HTTP has no word of its own.
+const StatusClientClosedRequest = 499
+
+// HTTPStatus is the HTTP status the daemon and the relay answer a kind
+// with (a few errors get a sharper one: the daemon's httpapi). The numbers
+// are net/http's, which this package does not import.
+func (k Kind) HTTPStatus() int {
+	switch k {
+	case KindInvalidArgument, KindJSON:
+		return 400 // Bad Request
+	case KindUnauthenticated:
+		return 401 // Unauthorized
+	case KindPermissionDenied, KindForbidden:
+		return 403 // Forbidden
+	case KindNotFound:
+		return 404 // Not Found
+	case KindPreconditionFailed:
+		return 412 // Precondition Failed
+	case KindTransferFailed:
+		return 422 // Unprocessable Entity
+	case KindLimitExceeded:
+		return 429 // Too Many Requests
+	case KindCancelled:
+		return StatusClientClosedRequest
+	case KindCapabilityMissing:
+		return 501 // Not Implemented
+	case KindRelay:
+		return 502 // Bad Gateway: the relay, or the Space behind it, failed
+	case KindSpacesdNotAvailable:
+		return 503 // Service Unavailable
+	case KindTimeout:
+		return 504 // Gateway Timeout
+	}
+	return 500 // Internal Server Error
+}

@@ -10,6 +10,10 @@
 //	cua-relay token create USER --data-dir DIR     prints a user's API token, once
 //	cua-relay computer ls --data-dir DIR
 //	cua-relay metrics --data-dir DIR               the node's Prometheus metrics
+//	cua-relay drain --data-dir DIR [--retry-after 2s] [--grace 30s]   move the node's Spaces to other nodes
+//	cua-relay status --data-dir DIR                the node: sessions, draining or not; its cluster and the store's replication
+//	cua-relay cluster key                          a new mesh key
+//	cua-relay backup --to DIR --data-dir DIR       a backup of the whole store
 //	cua-relay version
 package main
 
@@ -51,6 +55,10 @@ const usage = `usage: cua-relay <command> [flags]
         [--public-url wss://HOST[:PORT]]... [--node NAME]
         [--turn-listen ADDR|off] [--turn-tls-listen ADDR] [--turn-ip IP] [--turn-host HOST]
         [--turn-relay-ports LO-HI]
+        [--cluster NAME --cluster-listen HOST:PORT --routes nats://HOST:PORT,... --cluster-key-file F
+         [--cluster-tls-cert F --cluster-tls-key F --cluster-tls-ca F]]
+  cluster key                          prints a new mesh key (for --cluster-key-file; the same on every node)
+  backup --to DIR --data-dir DIR       the running relay writes its whole store into DIR (a single node's jetstream dir)
   user add NAME [--email E] --data-dir DIR
   user ls --data-dir DIR
   user rm NAME --data-dir DIR          removes the user's tokens and computers too
@@ -60,6 +68,14 @@ const usage = `usage: cua-relay <command> [flags]
   token create USER --data-dir DIR     prints a new API token for USER, once
   computer ls --data-dir DIR
   metrics --data-dir DIR               prints the running relay's metrics (Prometheus text)
+  drain --data-dir DIR [--retry-after 2s] [--grace 30s]
+                                       before stopping a node: go_away to its Spaces (they attach
+                                       to another node after the retry-after), new attaches refused
+                                       (503), what is in flight kept for the grace; prints how many
+                                       sessions left; the node drains until it stops (SIGUSR1 to
+                                       serve drains with the defaults)
+  status --data-dir DIR [--json]       the node: its sessions, and whether it drains; its cluster
+                                       (nodes, metadata leader) and each stream's replicas and peers
   version
 --data-dir defaults to $` + dataDirEnv + `.`
 
@@ -81,6 +97,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return admin(ctx, cmd, args, stdout, stderr)
 	case "metrics":
 		return metrics(ctx, args, stdout, stderr)
+	case "drain":
+		return drain(ctx, args, stdout, stderr)
+	case "status":
+		return status(ctx, args, stdout, stderr)
+	case "cluster":
+		return clusterCmd(args, stdout, stderr)
+	case "backup":
+		return backup(ctx, args, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "cua-relay %s (protocol %d)\n", version, protocol.Version)
 		return 0
@@ -92,10 +116,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
+// listFlag is a repeatable flag whose values may also be comma lists.
 type listFlag []string
 
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	for _, e := range strings.Split(v, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			*l = append(*l, e)
+		}
+	}
+	return nil
+}
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -107,15 +139,22 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	selfSigned := fs.Bool("tls-self-signed", false, "serve with a key pair made once in the data dir (tls/) and reused; prints its sha256 fingerprint for Spaces to pin")
 	insecure := fs.Bool("insecure-no-tls", false, "serve plain HTTP (only behind a proxy that terminates TLS)")
 	var urls listFlag
-	fs.Var(&urls, "public-url", "a wss:// URL Spaces reach this relay at (repeatable; default wss://<listen address>)")
-	node := fs.String("node", "", "this node's name (default: the host name)")
+	fs.Var(&urls, "public-url", "a wss:// URL Spaces reach this relay at (repeatable or comma-separated; default wss://<listen address>); in a cluster give every node's, on every node: Spaces redial the list")
+	node := fs.String("node", "", "this node's name (default: the host name); unique in a cluster")
+	var cf clusterFlags
+	cf.register(fs)
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	turnListen := fs.String("turn-listen", fmt.Sprintf(":%d", turnsvc.DefaultPort), `TURN over UDP and TCP on this address ("off": no TURN)`)
 	turnTLSListen := fs.String("turn-tls-listen", "", "TURN over TLS on this address, with the relay's certificate (default: off; 5349 by custom)")
 	turnIP := fs.String("turn-ip", "", "the IP given to TURN clients as their relayed address (default: the --turn-listen IP, else this machine's first non-loopback IPv4; behind a 1:1 NAT give the public IP)")
 	turnHost := fs.String("turn-host", "", "the TURN host put in credentials (default: the host each client reached the relay by)")
 	turnPorts := fs.String("turn-relay-ports", "", "LO-HI: the UDP ports of relayed addresses, for one firewall rule (default: the kernel's ephemeral ports)")
+	recheck := fs.Duration("recheck", relayd.DefaultRecheck, "how often the shares of people with live sessions are read again: the backstop for a revocation this node did not hear (at least 1s)")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *recheck < time.Second {
+		fmt.Fprintf(stderr, "cua-relay: --recheck %s: give 1s or more\n", *recheck)
 		return 2
 	}
 	switch {
@@ -139,6 +178,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	turnOpts, err := turnOptions(*turnListen, *turnTLSListen, *turnIP, *turnHost, *turnPorts)
+	if err != nil {
+		fmt.Fprintf(stderr, "cua-relay: %v\n", err)
+		return 2
+	}
+	cluster, err := cf.options()
 	if err != nil {
 		fmt.Fprintf(stderr, "cua-relay: %v\n", err)
 		return 2
@@ -193,7 +237,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	r, err := relayd.Start(ctx, ln, relayd.Options{DataDir: *dataDir, Node: *node, URLs: urls, TLS: tlsConfig, Logger: log, Version: version, TURN: turnOpts})
+	// SIGUSR1 drains (SIGTERM stays the full stop; SIGHUP means reload
+	// by custom and comes when a terminal goes; SIGQUIT dumps Go's
+	// stacks). Asked for before Start: its default action is to exit.
+	drainSig := make(chan os.Signal, 1)
+	signal.Notify(drainSig, syscall.SIGUSR1)
+	defer signal.Stop(drainSig)
+	r, err := relayd.Start(ctx, ln, relayd.Options{DataDir: *dataDir, Node: *node, URLs: urls, TLS: tlsConfig, Logger: log, Version: version, TURN: turnOpts,
+		Limits: relayd.Limits{Recheck: *recheck}, Cluster: cluster})
 	if err != nil {
 		ln.Close()
 		fmt.Fprintf(stderr, "cua-relay: %v\n", err)
@@ -215,7 +266,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "cua-relay: TURN off")
 	}
 	log.Info("cua-relay serving", "addr", ln.Addr().String(), "version", version, "tls", tlsConfig != nil, "urls", r.URLs)
-	<-ctx.Done()
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-drainSig:
+			log.Info("SIGUSR1: draining", "retry_after", relayd.DefaultDrainRetryAfter, "grace", relayd.DefaultDrainGrace)
+			// In the background: a SIGTERM meanwhile still stops the node
+			// (the drain's report is logged by the server).
+			go func() { _, _ = r.Server.Drain(relayd.DefaultDrainRetryAfter, relayd.DefaultDrainGrace) }()
+		}
+	}
 	log.Info("cua-relay shutting down")
 	if err := r.Close(); err != nil {
 		log.Error("close", "err", err)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -110,8 +111,47 @@ func TestAdminCLIAgainstRunningRelay(t *testing.T) {
 		!strings.Contains(out, "cua_relay_turn_allocations 0\n") {
 		t.Fatalf("metrics: %d %s %s", code, out, errs)
 	}
+	if code, out, errs := cli("status"); code != 0 || !strings.Contains(out, "a single node (no cluster)") || !strings.Contains(out, "KV_relay_users") {
+		t.Fatalf("status: %d %s %s", code, out, errs)
+	}
+	if code, out, _ := cli("metrics"); code != 0 || !strings.Contains(out, "cua_relay_jetstream_meta_leader 1\n") {
+		t.Fatalf("metrics: no NATS health: %s", out)
+	}
+	// A backup is a single node's JetStream dir: another relay opens it.
+	bdir := filepath.Join(t.TempDir(), "backup")
+	if code, out, errs := cli("backup", "--to", bdir); code != 0 || !strings.Contains(out, "backup in "+bdir) {
+		t.Fatalf("backup: %d %s %s", code, out, errs)
+	}
+	if code, _, errs := cli("backup", "--to", bdir); code != 1 || !strings.Contains(errs, "not empty") {
+		t.Fatalf("backup over a backup: %d %s", code, errs)
+	}
 	if code, _, _ := cli("user", "frob"); code != 2 {
 		t.Fatalf("an unknown command: %d", code)
+	}
+	// Drain: status says serving, then (SIGUSR1, then the command) draining.
+	if code, out, errs := cli("status"); code != 0 || !strings.Contains(out, "node n1") || !strings.Contains(out, ": serving;") {
+		t.Fatalf("status: %d %q %s", code, out, errs)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		code, out, _ := cli("status")
+		if code == 0 && strings.Contains(out, "draining since") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status after SIGUSR1: %d %q", code, out)
+		}
+	}
+	if code, out, errs := cli("drain", "--retry-after", "1s", "--grace", "1s"); code != 0 || !strings.Contains(out, "node n1 is draining: 0 session(s)") {
+		t.Fatalf("drain: %d %q %s", code, out, errs)
+	}
+	if code, _, errs := cli("drain", "--grace", "0s"); code != 2 || !strings.Contains(errs, "at least 1ms") {
+		t.Fatalf("drain --grace 0s: %d %s", code, errs)
+	}
+	if code, out, _ := cli("status", "--json"); code != 0 || !strings.Contains(out, `"draining": true`) {
+		t.Fatalf("status --json: %d %s", code, out)
 	}
 	cancel()
 	if code := <-served; code != 0 {
@@ -161,5 +201,60 @@ func TestTURNFlags(t *testing.T) {
 	if code := run(t.Context(), []string{"serve", "--data-dir", t.TempDir(), "--insecure-no-tls", "--turn-tls-listen", "127.0.0.1:0"}, &out, &errb); code != 2 ||
 		!strings.Contains(errb.String(), "needs the relay's certificate") {
 		t.Fatalf("TURN over TLS without TLS: %d %s", code, errb.String())
+	}
+}
+
+// The cluster's flags: a mesh key from cua-relay cluster key, which
+// --cluster requires in a file others may not read; the cluster's other
+// flags need --cluster; --public-url takes comma lists.
+func TestClusterFlags(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(t.Context(), []string{"cluster", "key"}, &out, &errb); code != 0 || !regexp.MustCompile(`^[0-9a-f]{64}\n$`).MatchString(out.String()) {
+		t.Fatalf("cluster key: %d %q %s", code, out.String(), errb.String())
+	}
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "mesh.key")
+	if err := os.WriteFile(keyFile, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cluster", "relays"}, "needs --cluster-key-file"},
+		{[]string{"--cluster", "relays", "--cluster-key-file", keyFile}, "others may read it"},
+		{[]string{"--routes", "nats://127.0.0.1:6222"}, "need --cluster NAME"},
+		{[]string{"--cluster", "relays", "--cluster-key-file", keyFile + ".none"}, "no such file"},
+	} {
+		errb.Reset()
+		args := append([]string{"serve", "--data-dir", t.TempDir(), "--insecure-no-tls", "--turn-listen", "off"}, c.args...)
+		if code := run(t.Context(), args, &out, &errb); code != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("serve %v: %d %s, want %q", c.args, code, errb.String(), c.want)
+		}
+	}
+	var l listFlag
+	for _, v := range []string{"wss://a:8443,wss://b:8443", " wss://c:8443 "} {
+		_ = l.Set(v)
+	}
+	if l.String() != "wss://a:8443,wss://b:8443,wss://c:8443" {
+		t.Errorf("--public-url lists: %q", l.String())
+	}
+}
+
+// serve's --recheck takes a duration of a second or more: a re-check in a
+// tight loop would read every shared person's role without pause.
+func TestRecheckFlag(t *testing.T) {
+	for _, c := range []struct {
+		value, want string
+	}{
+		{"0s", "give 1s or more"},
+		{"500ms", "give 1s or more"},
+		{"soon", "invalid value"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(t.Context(), []string{"serve", "--data-dir", t.TempDir(), "--insecure-no-tls", "--turn-listen", "off", "--recheck", c.value}, &out, &errb)
+		if code != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("--recheck %s: %d %q", c.value, code, errb.String())
+		}
 	}
 }

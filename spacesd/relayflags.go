@@ -15,7 +15,7 @@ type relayFlags struct {
 
 func newRelayFlags(fs *flag.FlagSet) relayFlags {
 	return relayFlags{
-		urls:        fs.String("relay", "", "attach to cua-relay: wss://HOST[,wss://HOST2] (tried in turn); wins over the attachment kept in the state dir"),
+		urls:        fs.String("relay", "", "attach to cua-relay: wss://HOST[,wss://HOST2] (the nodes of one relay: the last good one first, the next when a node dies, refuses or sends go_away); wins over the attachment kept in the state dir"),
 		tokenFile:   fs.String("relay-token-file", "", "with --relay: the file holding the computer token (cuac_...), read again before every dial"),
 		fingerprint: fs.String("relay-fingerprint", "", "with --relay: trust the relay's certificate by its sha256:... fingerprint"),
 		ca:          fs.String("relay-ca", "", "with --relay: trust the relay's certificate by these PEM CAs"),

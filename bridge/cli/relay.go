@@ -3,9 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"text/tabwriter"
 
-	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/bridge/registry"
 	"github.com/trycua/cua-spacesd/bridge/relayreg"
 )
@@ -108,54 +108,42 @@ type relayStatusJSON struct {
 
 func (env Env) relayStatus(ctx context.Context, args []string) int {
 	fs := env.newFlags("relay status", "relay status [--json]")
-	asJSON := fs.Bool("json", false, "print JSON instead of text")
-	pos, _, err := parseArgs(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) != 0 {
-		fs.Usage()
-		return ExitUsage
-	}
-	reg, err := env.registry()
-	if err != nil {
-		return env.fail(ExitFailure, err)
-	}
-	c, l, err := reg.RelayClient()
-	if err != nil {
-		return env.fail(ExitFailure, err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	me, err := c.Me(ctx)
-	if err != nil {
-		return env.fail(ExitFailure, err)
-	}
-	rs, err := reg.RelaySpaces(ctx)
-	if err != nil {
-		return env.fail(ExitFailure, err)
-	}
-	out := relayStatusJSON{URL: l.URL, User: me.User.Name, UserID: me.User.ID, Computers: []spaceRow{}}
-	for _, r := range rs {
-		out.Computers = append(out.Computers, relayRow(r))
-	}
-	if *asJSON {
-		return env.printJSON("write", out)
-	}
-	fmt.Fprintf(env.Stdout, "relay %s, logged in as %s\n", out.URL, out.User)
+	return env.onRegistry(fs, args, 0, 0, func(reg *registry.Registry, _ []string) (any, func(io.Writer) error, error) {
+		c, l, err := reg.RelayClient()
+		if err != nil {
+			return nil, nil, err
+		}
+		ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		defer cancel()
+		me, err := c.Me(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		rs, err := reg.RelaySpaces(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		out := relayStatusJSON{URL: l.URL, User: me.User.Name, UserID: me.User.ID, Computers: []spaceRow{}}
+		for _, r := range rs {
+			out.Computers = append(out.Computers, relayRow(r))
+		}
+		return out, out.write, nil
+	})
+}
+
+// write prints relay status for a person.
+func (out relayStatusJSON) write(w io.Writer) error {
+	fmt.Fprintf(w, "relay %s, logged in as %s\n", out.URL, out.User)
 	if len(out.Computers) == 0 {
-		fmt.Fprintln(env.Stdout, "no computers yet: cua-bridge relay register SPACE publishes one")
-		return ExitOK
+		_, err := fmt.Fprintln(w, "no computers yet: cua-bridge relay register SPACE publishes one")
+		return err
 	}
-	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SPACE\tONLINE\tVERSION")
 	for _, r := range out.Computers {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Name, yesNo(r.Online), dash(r.Version))
 	}
-	if err := tw.Flush(); err != nil {
-		return env.fail(ExitFailure, api.Errorf(api.KindIO, "write: %w", err))
-	}
-	return ExitOK
+	return tw.Flush()
 }
 
 // relayRow is a relay computer as space ls and relay status show it.
@@ -170,62 +158,38 @@ func relayRow(r registry.RelaySpace) spaceRow {
 func (env Env) relayRegister(ctx context.Context, args []string) int {
 	fs := env.newFlags("relay register", "relay register SPACE [--name NAME] [--json]")
 	name := fs.String("name", "", "the computer's name on the relay (default: the Space's name)")
-	asJSON := fs.Bool("json", false, "print the answer as JSON")
-	pos, _, err := parseArgs(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return ExitUsage
-	}
-	reg, err := env.registry()
-	if err != nil {
-		return env.fail(ExitFailure, err)
-	}
-	r, err := relayreg.Register(ctx, reg, pos[0], *name)
-	if err != nil {
-		return env.fail(ExitFailure, err)
-	}
-	if *asJSON {
-		return env.printJSON("write", r)
-	}
-	state := "online"
-	if !r.Online {
-		state = "not connected yet (it keeps trying; cua-bridge relay status shows when it is)"
-	}
-	fmt.Fprintf(env.Stdout, "%s is on the relay as %s (%s), %s\n", r.Space, r.RelaySpace, r.URL, state)
-	return ExitOK
+	return env.onRegistry(fs, args, 1, 1, func(reg *registry.Registry, pos []string) (any, func(io.Writer) error, error) {
+		r, err := relayreg.Register(ctx, reg, pos[0], *name)
+		if err != nil {
+			return nil, nil, err
+		}
+		return r, func(w io.Writer) error {
+			state := "online"
+			if !r.Online {
+				state = "not connected yet (it keeps trying; cua-bridge relay status shows when it is)"
+			}
+			_, err := fmt.Fprintf(w, "%s is on the relay as %s (%s), %s\n", r.Space, r.RelaySpace, r.URL, state)
+			return err
+		}, nil
+	})
 }
 
 func (env Env) relayUnregister(ctx context.Context, args []string) int {
 	fs := env.newFlags("relay unregister", "relay unregister SPACE [--json]")
-	asJSON := fs.Bool("json", false, "print the answer as JSON")
-	pos, _, err := parseArgs(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return ExitUsage
-	}
-	reg, err := env.registry()
-	if err != nil {
-		return env.fail(ExitFailure, err)
-	}
-	r, err := relayreg.Unregister(ctx, reg, pos[0])
-	if err != nil {
-		return env.fail(ExitFailure, err)
-	}
-	if *asJSON {
-		return env.printJSON("write", r)
-	}
-	if r.Unregistered {
-		fmt.Fprintf(env.Stdout, "%s is off the relay\n", r.Space)
-	} else {
-		fmt.Fprintf(env.Stdout, "%s was not on the relay\n", r.Space)
-	}
-	return ExitOK
+	return env.onRegistry(fs, args, 1, 1, func(reg *registry.Registry, pos []string) (any, func(io.Writer) error, error) {
+		r, err := relayreg.Unregister(ctx, reg, pos[0])
+		if err != nil {
+			return nil, nil, err
+		}
+		return r, func(w io.Writer) error {
+			was := "is off"
+			if !r.Unregistered {
+				was = "was not on"
+			}
+			_, err := fmt.Fprintf(w, "%s %s the relay\n", r.Space, was)
+			return err
+		}, nil
+	})
 }
 
 func yesNo(b bool) string {

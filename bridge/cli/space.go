@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -142,22 +143,21 @@ type spaceRow struct {
 
 func (env Env) spaceLs(ctx context.Context, args []string) int {
 	fs := env.newFlags("space ls", "space ls [--json]")
-	asJSON := fs.Bool("json", false, "print JSON instead of a table")
-	pos, _, err := parseArgs(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) != 0 {
-		fs.Usage()
-		return ExitUsage
-	}
-	reg, err := env.registry()
-	if err != nil {
-		return env.fail(ExitFailure, err)
-	}
+	return env.onRegistry(fs, args, 0, 0, func(reg *registry.Registry, _ []string) (any, func(io.Writer) error, error) {
+		rows, err := env.spaceRows(ctx, reg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return rows, func(w io.Writer) error { return writeSpaceRows(w, rows) }, nil
+	})
+}
+
+// spaceRows probes every Space of the registry, local ones first, then the
+// relay's computers.
+func (env Env) spaceRows(ctx context.Context, reg *registry.Registry) ([]spaceRow, error) {
 	entries, err := reg.List()
 	if err != nil {
-		return env.fail(ExitFailure, err)
+		return nil, err
 	}
 	rows := make([]spaceRow, len(entries))
 	var wg sync.WaitGroup
@@ -214,10 +214,12 @@ func (env Env) spaceLs(ctx context.Context, args []string) int {
 		}()
 	}
 	wg.Wait()
-	if *asJSON {
-		return env.printJSON("write", rows)
-	}
-	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	return rows, nil
+}
+
+// writeSpaceRows prints space ls for a person.
+func writeSpaceRows(w io.Writer, rows []spaceRow) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tURL\tONLINE\tVERSION")
 	for _, r := range rows {
 		online := "yes"
@@ -234,10 +236,7 @@ func (env Env) spaceLs(ctx context.Context, args []string) int {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, r.URL, online, v)
 	}
-	if err := tw.Flush(); err != nil {
-		return env.fail(ExitFailure, api.Errorf(api.KindIO, "write: %w", err))
-	}
-	return ExitOK
+	return tw.Flush()
 }
 
 // spaceStatus is what probing a Space found.

@@ -46,6 +46,12 @@ type HTTPOptions struct {
 	// SessionIdleTimeout when set (tests).
 	MaxSessions int
 	SessionIdle time.Duration
+	// Caller, when set, tells who made a request (the program mounting
+	// the handler authenticated it): each tool call the request carries
+	// finds c in Call.Caller. A session opened by one user (user, "" for
+	// none) answers another's requests 403: its id alone does not make
+	// someone its user.
+	Caller func(r *http.Request) (user string, c any)
 }
 
 // Handler serves MCP over streamable HTTP: the gate (JSON-RPC errors), the
@@ -76,6 +82,7 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 		// closing its stream, and that must reach the tool.
 		PropagateRequestCancellation: true,
 	})
+	statefulH, statelessH := withCaller(stream, o.Caller), withCaller(stateless, o.Caller)
 	table := newSessionTable(o.MaxSessions, s.SessionIDs, s.EndSession, s.log)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		version := r.Header.Get(VersionHeader)
@@ -117,7 +124,7 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 			}
 		}
 		if IsModern(version) {
-			stateless.ServeHTTP(w, r)
+			statelessH.ServeHTTP(w, r)
 			return
 		}
 		if id := r.Header.Get(SessionHeader); id != "" {
@@ -128,7 +135,7 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 			}
 			defer done()
 		}
-		stream.ServeHTTP(w, r)
+		statefulH.ServeHTTP(w, r)
 	})
 }
 

@@ -109,6 +109,7 @@ func (s *Server) handler(t *Tool) sdk.ToolHandler {
 		}
 		if req.Extra != nil {
 			c.Header = req.Extra.Header
+			c.Caller = callerOf(req.Extra.TokenInfo)
 		}
 		return s.run(ctx, t, c), nil
 	}

@@ -58,6 +58,10 @@ type Call struct {
 	// Header holds the HTTP headers of the request that carried the call;
 	// nil over stdio.
 	Header http.Header
+	// Caller is what the HTTP handler in front of the transport attached
+	// to the request that carried the call (WithCaller): who made it, as
+	// that handler knows them; nil when it attached nothing, and over stdio.
+	Caller any
 	// LogAttrs are what the tool adds to its call's log line (the Space it
 	// reached, say). Never arguments or tokens.
 	LogAttrs []slog.Attr

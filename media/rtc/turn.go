@@ -86,13 +86,15 @@ func (v *Viewer) waitGathering(ctx context.Context, gathered, relayed <-chan str
 	}
 }
 
-// iceConfig is the peer connection's configuration for o.
-func iceConfig(o ViewerOptions) webrtc.Configuration {
+// ICEConfiguration is a peer connection's configuration with servers as
+// its ICE servers; relayOnly gathers relayed candidates alone. The daemon's
+// viewers and the test receivers (rtctest) configure ICE the same way.
+func ICEConfiguration(servers []api.ICEServer, relayOnly bool) webrtc.Configuration {
 	var c webrtc.Configuration
-	for _, s := range o.ICEServers {
+	for _, s := range servers {
 		c.ICEServers = append(c.ICEServers, webrtc.ICEServer{URLs: s.URLs, Username: s.Username, Credential: s.Credential})
 	}
-	if o.RelayOnly {
+	if relayOnly {
 		c.ICETransportPolicy = webrtc.ICETransportPolicyRelay
 	}
 	return c

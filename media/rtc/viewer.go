@@ -132,7 +132,7 @@ func newViewer(ctx context.Context, e *Engine, p *pipeline, offer string, o View
 	if err != nil {
 		return nil, "", err
 	}
-	pc, err := webAPI.NewPeerConnection(iceConfig(o))
+	pc, err := webAPI.NewPeerConnection(ICEConfiguration(o.ICEServers, o.RelayOnly))
 	if err != nil {
 		return nil, "", api.Errorf(api.KindEnv, "create the peer connection: %v", err)
 	}

@@ -40,4 +40,24 @@ type StreamStatus struct {
 	// Peers are the stream's other replicas.
 	Peers    []ClusterPeer `json:"peers,omitempty"`
 	Messages uint64        `json:"messages"`
+	// Error says why the stream did not answer (then the rest is empty).
+	Error string `json:"error,omitempty"`
+}
+
+// PathAdminBackup writes a backup of the whole store (POST Backup ->
+// BackupDone): a single node's JetStream dir, written by the relay
+// process on its own machine.
+const PathAdminBackup = "/admin/backup"
+
+// Backup is the body of POST PathAdminBackup.
+type Backup struct {
+	// Dir is an absolute path that does not exist yet (or an empty dir).
+	Dir string `json:"dir"`
+}
+
+// BackupDone answers POST PathAdminBackup.
+type BackupDone struct {
+	Dir        string `json:"dir"`
+	Keys       int    `json:"keys"`
+	AuditLines int    `json:"audit_lines"`
 }

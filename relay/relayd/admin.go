@@ -34,10 +34,14 @@ func (s *Server) AdminHandler() http.Handler {
 	mux.HandleFunc("POST "+relayapi.PathAdminTokens, s.adminCreateToken)
 	mux.HandleFunc("GET "+relayapi.PathAdminComputers, s.adminListComputers)
 	mux.HandleFunc("GET "+relayapi.PathAdminMetrics, s.adminMetrics)
+	mux.HandleFunc("GET "+relayapi.PathAdminStatus, s.adminStatus)
+	mux.HandleFunc("POST "+relayapi.PathAdminBackup, s.adminBackup)
 	mux.HandleFunc("GET "+relayapi.PathAdminTeams, s.adminListTeams)
 	mux.HandleFunc("POST "+relayapi.PathAdminTeams, s.adminCreateTeam)
 	mux.HandleFunc("POST "+relayapi.PathAdminTeamMembers, s.adminAddMember)
 	mux.HandleFunc("DELETE "+relayapi.PathAdminTeamMember, s.adminRemoveMember)
+	mux.HandleFunc("POST "+relayapi.PathAdminDrain, s.adminDrain)
+	mux.HandleFunc("GET "+relayapi.PathAdminNode, s.adminNode)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api.Errorf(api.KindNotFound, "%s %s: no such admin route", r.Method, r.URL.Path))
 	})
@@ -213,6 +217,27 @@ func (c *AdminClient) Computers(ctx context.Context) ([]relayapi.Computer, error
 	var l relayapi.ComputerList
 	err := c.call(ctx, http.MethodGet, relayapi.PathAdminComputers, nil, &l)
 	return l.Computers, err
+}
+
+// Drain drains the node (Server.Drain) and answers its report: the call
+// lasts up to the grace period (the server's default for a zero one).
+func (c *AdminClient) Drain(ctx context.Context, req relayapi.DrainRequest) (relayapi.DrainReport, error) {
+	grace := DefaultDrainGrace
+	if req.GraceMS > 0 {
+		grace = time.Duration(req.GraceMS) * time.Millisecond
+	}
+	long := *c.hc
+	long.Timeout = grace + c.hc.Timeout
+	var rep relayapi.DrainReport
+	err := (&AdminClient{hc: &long}).call(ctx, http.MethodPost, relayapi.PathAdminDrain, req, &rep)
+	return rep, err
+}
+
+// Node is the node's state.
+func (c *AdminClient) Node(ctx context.Context) (relayapi.NodeStatus, error) {
+	var st relayapi.NodeStatus
+	err := c.call(ctx, http.MethodGet, relayapi.PathAdminNode, nil, &st)
+	return st, err
 }
 
 // transportErr is the error of a call that reached no answer: the dialer's

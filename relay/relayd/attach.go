@@ -82,9 +82,13 @@ func (s *Server) handleAttach(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	closing, full := s.closing, len(s.sessions) >= s.cfg.Limits.MaxSessions && s.sessions[comp.Name] == nil
 	s.mu.Unlock()
+	retry, draining := s.draining()
 	switch {
 	case closing:
 		unavailable(w, GoAwayRetryAfter, protocol.CloseGoingAway, "the relay is shutting down; attach again in a moment")
+		return
+	case draining:
+		unavailable(w, retry, protocol.CloseGoingAway, "this relay node is draining; attach to another node of the relay")
 		return
 	case full:
 		s.metrics.SessionsRefused.Add(1)
@@ -206,18 +210,22 @@ func isValidText(s string) bool {
 
 // register makes ss the session of its computer; one that was there is
 // ended with CloseReplaced (a Space that redialled before the relay saw
-// its old session die). A relay shutting down answers GoAway and ends ss
-// instead (false).
+// its old session die). A relay shutting down or draining answers GoAway
+// and ends ss instead (false).
 func (s *Server) register(ss *session) bool {
 	// The timer exists, stopped, before anyone else can see ss (and end
 	// it); the first ping goes after the Welcome.
 	ss.ping = time.AfterFunc(time.Hour, ss.sendPing)
 	ss.ping.Stop()
 	s.mu.Lock()
-	if s.closing {
+	if s.closing || s.drain != nil {
+		retry := GoAwayRetryAfter
+		if !s.closing {
+			retry = s.drain.retryAfter
+		}
 		s.mu.Unlock()
-		_ = ss.ctrl.WriteMessage(protocol.GoAway{Reason: protocol.CloseGoingAway, Message: "relay shutting down", RetryAfter: protocol.MillisOf(GoAwayRetryAfter)})
-		ss.end(protocol.CloseGoingAway, "relay shutting down")
+		_ = ss.ctrl.WriteMessage(protocol.GoAway{Reason: protocol.CloseGoingAway, Message: "relay shutting down or draining", RetryAfter: protocol.MillisOf(retry)})
+		ss.end(protocol.CloseGoingAway, "relay shutting down or draining")
 		return false
 	}
 	old := s.sessions[ss.comp.Name]

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net"
+	"net/http"
 	"net/netip"
 	"strings"
 	"testing"
@@ -205,6 +206,35 @@ func FuzzRequestHost(f *testing.F) {
 		}
 		if host, _, err := net.SplitHostPort(s); err == nil && h != host {
 			t.Fatalf("%q: host %q, want %q", s, h, host)
+		}
+	})
+}
+
+// A drain's body (the admin socket's POST /admin/drain): any bytes give
+// a reconnect delay and a grace within their bounds, or invalid_argument;
+// never a wrapped duration.
+func FuzzDrainParams(f *testing.F) {
+	for _, s := range []string{``, `{}`, `{"retry_after_ms":2000,"grace_ms":30000}`, `{"retry_after_ms":-1}`,
+		`{"grace_ms":9223372036854775807}`, `{"retry_after_ms":3600000}`, `{"retry_after_ms":1}{}`, `{"other":1}`, `[`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r, err := http.NewRequest(http.MethodPost, "http://relay-admin/admin/drain", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		retry, grace, err := drainParams(r)
+		if err != nil {
+			if api.KindOf(err) != api.KindInvalidArgument {
+				t.Fatalf("%q: %v, want invalid_argument", body, err)
+			}
+			return
+		}
+		if retry < 0 || retry > protocol.MaxRetryAfter || grace < 0 || grace > MaxDrainGrace {
+			t.Fatalf("%q: retry %v grace %v out of bounds", body, retry, grace)
+		}
+		if len(body) == 0 && (retry != DefaultDrainRetryAfter || grace != DefaultDrainGrace) {
+			t.Fatalf("no body: retry %v grace %v, want the defaults", retry, grace)
 		}
 	})
 }

@@ -47,6 +47,12 @@ func (s *Server) WriteMetrics(w io.Writer) {
 	fmt.Fprintf(w, "# TYPE cua_relay_sessions gauge\ncua_relay_sessions %d\n", sessions)
 	fmt.Fprintf(w, "# TYPE cua_relay_sessions_max gauge\ncua_relay_sessions_max %d\n", s.cfg.Limits.MaxSessions)
 	fmt.Fprintf(w, "# TYPE cua_relay_data_pending gauge\ncua_relay_data_pending %d\n", pending)
+	draining := 0
+	if _, ok := s.draining(); ok {
+		draining = 1
+	}
+	fmt.Fprintf(w, "# TYPE cua_relay_draining gauge\ncua_relay_draining %d\n", draining)
+	s.writeNATSMetrics(w)
 	if m := s.meshOf(); m != nil {
 		fmt.Fprintf(w, "# TYPE cua_relay_trunks gauge\ncua_relay_trunks %d\n", m.Trunks())
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -240,18 +241,31 @@ func TestBadTokenBurst(t *testing.T) {
 	defer c.CloseIdleConnections()
 	var wg sync.WaitGroup
 	statuses := make(chan int, burst)
+	var redials atomic.Int64
 	for range burst {
 		wg.Go(func() {
-			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, r.url(relayapi.PathAttach), nil)
-			req.Header.Set("Authorization", "Bearer "+bad)
-			resp, err := c.Do(req)
-			if err != nil {
-				statuses <- 0
+			// 500 TLS dials at once on a loaded 2-core machine: one may
+			// fail in the kernel's or the handshake's hands (seen in CI)
+			// before the relay answers anything. Such a dial is made
+			// again; only the relay's answers are judged.
+			for try := 0; ; try++ {
+				req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, r.url(relayapi.PathAttach), nil)
+				req.Header.Set("Authorization", "Bearer "+bad)
+				resp, err := c.Do(req)
+				if err != nil {
+					if try < 3 && t.Context().Err() == nil {
+						redials.Add(1)
+						continue
+					}
+					t.Errorf("a bad-token attach: %v", err)
+					statuses <- 0
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				statuses <- resp.StatusCode
 				return
 			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			statuses <- resp.StatusCode
 		})
 	}
 	m := r.Server.Metrics()
@@ -270,10 +284,15 @@ func TestBadTokenBurst(t *testing.T) {
 			t.Fatalf("a bad-token attach answered %d, want 401", s)
 		}
 	}
-	if got := m.BadTokens.Load(); got != burst {
-		t.Fatalf("bad tokens counted: %d, want %d", got, burst)
+	if n := redials.Load(); n > 0 {
+		t.Logf("%d of %d dials failed before an answer and were made again", n, burst)
 	}
-	if paused := burst - m.BadTokensUnpaused.Load(); paused < 1 || paused > burst {
+	// A dial made again may have been counted once already.
+	got := m.BadTokens.Load()
+	if got < burst || got > burst+redials.Load() {
+		t.Fatalf("bad tokens counted: %d, want %d (+%d dials made again)", got, burst, redials.Load())
+	}
+	if paused := got - m.BadTokensUnpaused.Load(); paused < 1 || paused > got {
 		t.Fatalf("paused refusals: %d", paused)
 	}
 	if m.BadTokensUnpaused.Load() == 0 {

@@ -171,6 +171,7 @@ type Server struct {
 	sessions map[string]*session // by computer name
 	pending  map[[32]byte]*pendingData
 	closing  bool
+	drain    *drainState // nil: not draining (drain.go)
 	// mesh is the path to the other nodes of a cluster (nil: a single
 	// node); remotes the computers attached to them that callers here
 	// reach (nodes.go).
@@ -439,35 +440,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // writeError answers err in the error envelope with its kind's status.
 func writeError(w http.ResponseWriter, err error) {
 	e := api.AsError(err)
-	status := statusFor(e.Kind)
+	status := e.Kind.HTTPStatus()
 	if e.Retryable && (status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests) {
 		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, status, api.ErrorEnvelope{Error: e})
-}
-
-// statusFor is the HTTP status of an error kind (the daemon's mapping, for
-// the kinds the relay answers).
-func statusFor(k api.Kind) int {
-	switch k {
-	case api.KindInvalidArgument, api.KindJSON:
-		return http.StatusBadRequest
-	case api.KindUnauthenticated:
-		return http.StatusUnauthorized
-	case api.KindPermissionDenied, api.KindForbidden:
-		return http.StatusForbidden
-	case api.KindNotFound:
-		return http.StatusNotFound
-	case api.KindLimitExceeded:
-		return http.StatusTooManyRequests
-	case api.KindTimeout:
-		return http.StatusGatewayTimeout
-	case api.KindRelay:
-		return http.StatusBadGateway
-	case api.KindSpacesdNotAvailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
 }
 
 // unavailable answers 503 with Retry-After (a full or closing relay).

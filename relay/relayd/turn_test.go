@@ -1,19 +1,17 @@
 package relayd_test
 
 import (
-	"crypto/tls"
 	"crypto/x509"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/pion/turn/v5"
-
 	"github.com/trycua/cua-spacesd/internal/tlstest"
 	"github.com/trycua/cua-spacesd/relay/protocol"
 	"github.com/trycua/cua-spacesd/relay/relayd"
 	"github.com/trycua/cua-spacesd/relay/turnsvc"
+	"github.com/trycua/cua-spacesd/relay/turnsvc/turnsvctest"
 )
 
 // startTURNRelay is startRelayCA with the TURN server on 127.0.0.1: UDP,
@@ -46,33 +44,7 @@ func startTURNRelay(t *testing.T, dataDir string, ca *tlstest.CA) *testRelay {
 // over UDP or over TLS (trusting the relay's CA), and closes it again.
 func turnAllocate(t *testing.T, r *testRelay, transport string, cred protocol.TurnCredential) error {
 	t.Helper()
-	var conn net.PacketConn
-	var server net.Addr
-	switch transport {
-	case "udp":
-		pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn, server = pc, r.TURN.UDPAddr()
-	case "tls":
-		c, err := tls.Dial("tcp", r.TURN.TLSAddr().String(), r.tlsConfig())
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn, server = turn.NewSTUNConn(c), r.TURN.TLSAddr()
-	}
-	defer conn.Close()
-	c, err := turn.NewClient(&turn.ClientConfig{STUNServerAddr: server.String(), TURNServerAddr: server.String(),
-		Username: cred.Username, Password: cred.Password, Conn: conn, RTO: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	relay, err := c.Allocate()
+	relay, err := turnsvctest.Dial(t, r.TURN, transport, cred, r.tlsConfig()).Allocate()
 	if err != nil {
 		return err
 	}

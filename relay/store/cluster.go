@@ -64,6 +64,8 @@ const (
 	// scaleEvery is how often a node checks that the streams have the
 	// replicas the cluster's size calls for.
 	scaleEvery = 2 * time.Second
+	// statusBudget bounds the streams' infos of one Status.
+	statusBudget = 3 * time.Second
 	// quorumLogEvery is how often a node waiting for the cluster says so.
 	quorumLogEvery = 10 * time.Second
 )
@@ -343,7 +345,8 @@ func isClusterDir(dir string) bool {
 }
 
 // Status is this node's view of the cluster and of the streams'
-// replication.
+// replication. A stream that does not answer (no quorum, no leader) is
+// listed with its error.
 func (s *Store) Status(ctx context.Context) (relayapi.Status, error) {
 	ctx, cancel := opContext(ctx)
 	defer cancel()
@@ -361,13 +364,20 @@ func (s *Store) Status(ctx context.Context) (relayapi.Status, error) {
 			}
 		}
 	}
+	// One budget for every stream's info: without a quorum no stream
+	// answers, and status is what an operator runs then.
+	sctx, cancel := context.WithTimeout(ctx, statusBudget)
+	defer cancel()
 	for _, name := range streamNames() {
-		str, err := s.js.Stream(ctx, name)
+		ss := relayapi.StreamStatus{Name: name}
+		str, err := s.js.Stream(sctx, name)
 		if err != nil {
-			return st, storeErr("stream "+name, err)
+			ss.Error = err.Error()
+			st.Streams = append(st.Streams, ss)
+			continue
 		}
 		info := str.CachedInfo()
-		ss := relayapi.StreamStatus{Name: name, Replicas: info.Config.Replicas, Messages: info.State.Msgs}
+		ss.Replicas, ss.Messages = info.Config.Replicas, info.State.Msgs
 		if ci := info.Cluster; ci != nil {
 			ss.Leader = ci.Leader
 			for _, p := range ci.Replicas {
@@ -382,7 +392,7 @@ func (s *Store) Status(ctx context.Context) (relayapi.Status, error) {
 // Health is the embedded NATS's state for the node's metrics.
 type Health struct {
 	Routes int
-	// ClusterSize is the JetStream peers known (0 on a single node).
+	// ClusterSize is the JetStream peers known (1 on a single node).
 	ClusterSize int
 	// MetaLeader: the cluster has a JetStream metadata leader (always on
 	// a single node).
@@ -392,7 +402,7 @@ type Health struct {
 // Health answers the embedded NATS's state, without a round trip.
 func (s *Store) Health() Health {
 	if s.cluster == nil {
-		return Health{MetaLeader: true}
+		return Health{ClusterSize: 1, MetaLeader: true}
 	}
 	h := Health{Routes: s.ns.NumRoutes()}
 	if jsz, err := s.ns.Jsz(nil); err == nil && jsz.Meta != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -41,9 +42,7 @@ const (
 // cluster node's dir opened without a cluster is refused: alone it has no
 // quorum, and a copy of replicated data opened as a single node would
 // fork the relay's state.
-func setAsideSingle(dataDir string, clustered bool, log interface {
-	Warn(string, ...any)
-}) (string, error) {
+func setAsideSingle(dataDir string, clustered bool, log *slog.Logger) (string, error) {
 	dir := filepath.Join(dataDir, JetStreamDir)
 	single := filepath.Join(dataDir, SingleDir)
 	if !clustered {
@@ -110,7 +109,7 @@ func (s *Store) importSingle(ctx context.Context, single string) error {
 		}
 		n += c
 	}
-	lines, err := s.importAudit(ctx, old)
+	lines, err := copyAudit(ctx, old, s.js, "import-"+s.node)
 	if err != nil {
 		return err
 	}
@@ -127,7 +126,9 @@ func (s *Store) importSingle(ctx context.Context, single string) error {
 func (s *Store) importSecrets(ctx context.Context, old jetstream.JetStream) error {
 	meta, err := old.KeyValue(ctx, bucketMeta)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil
+		// Not a single node's data (a cluster node's copy: its streams
+		// have three replicas, which a single server does not open).
+		return api.Errorf(api.KindPreconditionFailed, "relay cluster: the data to import holds no relay keys: it is not a single node's data or a cua-relay backup; nothing imported")
 	}
 	if err != nil {
 		return storeErr("read the single node's keys", err)
@@ -186,13 +187,16 @@ func copyBucket(ctx context.Context, old jetstream.JetStream, to jetstream.KeyVa
 	}
 }
 
-func (s *Store) importAudit(ctx context.Context, old jetstream.JetStream) (int, error) {
-	st, err := old.Stream(ctx, StreamAudit)
+// copyAudit appends the audit lines of from's stream to to's; each
+// carries a message id (idPrefix-seq), so a copy run twice within
+// JetStream's duplicate window adds each line once.
+func copyAudit(ctx context.Context, from, to jetstream.JetStream, idPrefix string) (int, error) {
+	st, err := from.Stream(ctx, StreamAudit)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, storeErr("read the single node's audit", err)
+		return 0, storeErr("read the audit to copy", err)
 	}
 	state := st.CachedInfo().State
 	n := 0
@@ -202,11 +206,11 @@ func (s *Store) importAudit(ctx context.Context, old jetstream.JetStream) (int, 
 			continue
 		}
 		if err != nil {
-			return n, storeErr("read the single node's audit", err)
+			return n, storeErr("read the audit to copy", err)
 		}
-		id := fmt.Sprintf("import-%s-%d", s.node, seq)
-		if _, err := s.js.Publish(ctx, auditSubject, m.Data, jetstream.WithMsgID(id)); err != nil {
-			return n, storeErr("import the audit", err)
+		id := fmt.Sprintf("%s-%d", idPrefix, seq)
+		if _, err := to.Publish(ctx, auditSubject, m.Data, jetstream.WithMsgID(id)); err != nil {
+			return n, storeErr("copy the audit", err)
 		}
 		n++
 	}

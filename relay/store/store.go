@@ -1,9 +1,9 @@
 // Package store is cua-relay's state: users, their API tokens, computers,
 // the relay's grant key and TURN secret, and the audit, on NATS JetStream.
 // The relay embeds nats-server and runs it in process with JetStream on its
-// data dir, with no client port: nothing to set up, nothing listening. A cluster (a later
-// issue) is the same nodes with routes between them and the buckets
-// replicated; nothing here assumes one node beyond the Options.
+// data dir, with no client port: nothing to set up, nothing listening. A cluster
+// (cluster.go) is the same nodes with routes between them and the buckets
+// replicated; a single node's data grows into one (grow.go).
 //
 // Every secret is kept only as its protocol.HashToken; a presented token is
 // looked up by its hash and compared with protocol.TokenEqual.
@@ -66,8 +66,10 @@ const (
 	// AuditMaxAge and AuditMaxBytes bound the audit stream.
 	AuditMaxAge   = 90 * 24 * time.Hour
 	AuditMaxBytes = 256 << 20
-	// clusterTry bounds one try of a cluster node's setup request.
-	clusterTry = 3 * time.Second
+	// clusterTry bounds one try of a cluster node's setup: a few dozen
+	// requests that take milliseconds, unless one was sent about a
+	// stream still electing its leader, which JetStream never answers.
+	clusterTry = 2 * time.Second
 	// startTimeout bounds the embedded server's start.
 	startTimeout = 30 * time.Second
 	// opTimeout bounds one store operation when the caller's context has
@@ -261,11 +263,7 @@ func (s *Store) open(ctx context.Context, clientToken, single string) error {
 	if err := s.waitJetStream(ctx); err != nil {
 		return err
 	}
-	// The buckets and mirrors are bounded as one store operation; the
-	// import and the wait for another node's import only by ctx.
-	octx, cancel := opContext(ctx)
-	defer cancel()
-	if err := s.makeStreams(octx); err != nil {
+	if err := s.makeStreams(ctx); err != nil {
 		return err
 	}
 	if single != "" {
@@ -300,14 +298,20 @@ func (s *Store) open(ctx context.Context, clientToken, single string) error {
 // cluster only the JetStream metadata leader does: nats-server answers
 // only one of several creates of a stream at once (the others wait for
 // nothing), so the other nodes wait for the streams to be there.
+//
+// A single node's is one store operation (opContext); a cluster node's
+// tries again until ctx ends, each try bounded by clusterTry (after a
+// restart, the streams elect their leaders one by one, in seconds).
 func (s *Store) makeStreams(ctx context.Context) error {
 	if s.cluster == nil {
+		ctx, cancel := opContext(ctx)
+		defer cancel()
 		return s.createStreams(ctx)
 	}
 	for {
 		var err error
 		if s.ns.JetStreamIsLeader() {
-			tctx, cancel := context.WithTimeout(ctx, 4*clusterTry)
+			tctx, cancel := context.WithTimeout(ctx, clusterTry)
 			err = s.createStreams(tctx)
 			cancel()
 		} else {

@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/pion/stun/v4"
-	"github.com/pion/turn/v5"
 	"go.uber.org/goleak"
 
 	"github.com/trycua/cua-spacesd/internal/tlstest"
 	"github.com/trycua/cua-spacesd/relay/protocol"
 	"github.com/trycua/cua-spacesd/relay/turnsvc"
+	"github.com/trycua/cua-spacesd/relay/turnsvc/turnsvctest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -70,73 +70,22 @@ func start(t *testing.T, o turnsvc.Options) *env {
 }
 
 // client is a real pion TURN client over one transport.
-type client struct {
-	*turn.Client
-	server net.Addr
-}
+type client struct{ *turnsvctest.Client }
 
 func (e *env) dial(t *testing.T, transport string, cred protocol.TurnCredential) *client {
 	t.Helper()
-	var conn net.PacketConn
-	var server net.Addr
-	switch transport {
-	case "udp":
-		pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn, server = pc, e.srv.UDPAddr()
-	case "tcp":
-		c, err := net.Dial("tcp", e.srv.TCPAddr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn, server = turn.NewSTUNConn(c), e.srv.TCPAddr()
-	case "tls":
-		c, err := tls.Dial("tcp", e.srv.TLSAddr().String(), &tls.Config{RootCAs: e.pool, ServerName: "127.0.0.1"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn, server = turn.NewSTUNConn(c), e.srv.TLSAddr()
-	default:
-		t.Fatalf("transport %q", transport)
-	}
-	tc, err := turn.NewClient(&turn.ClientConfig{
-		STUNServerAddr: server.String(), TURNServerAddr: server.String(),
-		Username: cred.Username, Password: cred.Password, Conn: conn,
-		RTO: 200 * time.Millisecond,
-	})
-	if err != nil {
-		conn.Close()
-		t.Fatal(err)
-	}
-	if err := tc.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		tc.Close()
-		conn.Close()
-	})
-	return &client{Client: tc, server: server}
+	return &client{turnsvctest.Dial(t, e.srv, transport, cred, &tls.Config{RootCAs: e.pool, ServerName: "127.0.0.1"})}
 }
 
 // allocate opens the client's allocation, closed at the test's end.
-func (c *client) allocate(t *testing.T) net.PacketConn {
-	t.Helper()
-	relay, err := c.Allocate()
-	if err != nil {
-		t.Fatalf("allocate: %v", err)
-	}
-	t.Cleanup(func() { relay.Close() })
-	return relay
-}
+func (c *client) allocate(t *testing.T) net.PacketConn { return c.MustAllocate(t) }
 
 // refresh sends a Refresh on the client's 5-tuple with cred, as a client
 // keeping its allocation does, and answers whether it succeeded.
 func (c *client) refresh(t *testing.T, cred protocol.TurnCredential) bool {
 	t.Helper()
 	first := stun.MustBuild(stun.TransactionID, stun.NewType(stun.MethodRefresh, stun.ClassRequest), stun.Fingerprint)
-	res, err := c.PerformTransaction(first, c.server, false)
+	res, err := c.PerformTransaction(first, c.Server, false)
 	if err != nil {
 		t.Fatalf("refresh: %v", err)
 	}
@@ -151,7 +100,7 @@ func (c *client) refresh(t *testing.T, cred protocol.TurnCredential) bool {
 	msg := stun.MustBuild(stun.TransactionID, stun.NewType(stun.MethodRefresh, stun.ClassRequest),
 		stun.NewUsername(cred.Username), realm, nonce,
 		stun.NewLongTermIntegrity(cred.Username, realm.String(), cred.Password), stun.Fingerprint)
-	res, err = c.PerformTransaction(msg, c.server, false)
+	res, err = c.PerformTransaction(msg, c.Server, false)
 	if err != nil {
 		t.Fatalf("refresh: %v", err)
 	}

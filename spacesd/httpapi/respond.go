@@ -95,37 +95,11 @@ func SharperStatuses() []SharperStatus {
 	}
 }
 
-// StatusFor maps a kind to its HTTP status.
-func StatusFor(k api.Kind) int {
-	switch k {
-	case api.KindInvalidArgument, api.KindJSON:
-		return http.StatusBadRequest
-	case api.KindUnauthenticated:
-		return http.StatusUnauthorized
-	case api.KindPermissionDenied, api.KindForbidden:
-		return http.StatusForbidden
-	case api.KindNotFound:
-		return http.StatusNotFound
-	case api.KindPreconditionFailed:
-		return http.StatusPreconditionFailed
-	case api.KindCapabilityMissing:
-		return http.StatusNotImplemented
-	case api.KindTimeout:
-		return http.StatusGatewayTimeout
-	case api.KindLimitExceeded:
-		return http.StatusTooManyRequests
-	case api.KindTransferFailed:
-		return http.StatusUnprocessableEntity
-	case api.KindCancelled:
-		return StatusClientClosedRequest
-	default:
-		return http.StatusInternalServerError
-	}
-}
+// StatusFor maps a kind to its HTTP status (api.Kind.HTTPStatus).
+func StatusFor(k api.Kind) int { return k.HTTPStatus() }
 
-// StatusClientClosedRequest is the status of a call whose caller went away
-// (kind cancelled), as nginx names it; HTTP has no word of its own.
-const StatusClientClosedRequest = 499
+// StatusClientClosedRequest is the status of kind cancelled.
+const StatusClientClosedRequest = api.StatusClientClosedRequest
 
 // DecodeBody reads a JSON body into a T, refusing unknown fields, trailing
 // data and bodies over MaxJSONBodyBytes with kind invalid_argument.

@@ -10,10 +10,13 @@ import (
 	"github.com/trycua/cua-spacesd/spacesd/server"
 )
 
-// sessionTokens ties each MCP session to the token it was opened with: a
-// rotation of that token ends the session, as it ends every stream and
-// ticket of the old token. Its id then answers 404, and a client opens a
-// new session with the new token.
+// sessionTokens ties each MCP session to the token it was opened with,
+// and to the person who opened it, if any (server.Host.Hold): a rotation
+// of that token ends the session, as it ends every stream and ticket of
+// the old token, and so does a kick of that person (an unshare, a role
+// lowered), as it ends everything they hold. Its id then answers 404, and
+// a client opens a new session with the new token (a person whose access
+// is gone is refused before).
 type sessionTokens struct {
 	host server.Host
 	mcp  *mcpserve.Server
@@ -22,8 +25,8 @@ type sessionTokens struct {
 	sessions map[string]tokenTie
 }
 
-// tokenTie is a session's tie to its token: ctx ends when the token is
-// rotated (or end is called).
+// tokenTie is a session's tie to its token and person: ctx ends when the
+// token is rotated, the person is kicked (or end is called).
 type tokenTie struct {
 	ctx context.Context
 	end context.CancelCauseFunc
@@ -31,30 +34,37 @@ type tokenTie struct {
 
 // serve passes a request to the MCP handler, noting the session an
 // initialize opens, and refusing one of a session whose token was rotated
-// (before the session's end, which follows the rotation a moment later,
-// has been seen).
+// or person was kicked (before the session's end, which follows a moment
+// later, has been seen).
 func (t *sessionTokens) serve(h http.Handler, w http.ResponseWriter, r *http.Request) {
 	if id := r.Header.Get(mcpserve.SessionHeader); id != "" {
 		t.mu.Lock()
 		tie, ok := t.sessions[id]
 		t.mu.Unlock()
-		if ok && errors.Is(context.Cause(tie.ctx), server.ErrTokenRotated) {
+		if ok && ended(tie.ctx) {
 			t.mcp.EndSession(id)
-			http.Error(w, "MCP session ended: the token it was opened with was rotated; initialize a new session", http.StatusNotFound)
+			http.Error(w, "MCP session ended: the token it was opened with was rotated, or its person's access ended; initialize a new session", http.StatusNotFound)
 			return
 		}
 		h.ServeHTTP(w, r)
 		return
 	}
-	gen := server.CallerOf(r.Context()).Generation
-	h.ServeHTTP(&sessionRecorder{ResponseWriter: w, opened: func(id string) { t.opened(id, gen) }}, r)
+	caller := server.CallerOf(r.Context())
+	h.ServeHTTP(&sessionRecorder{ResponseWriter: w, opened: func(id string) { t.opened(id, caller) }}, r)
 }
 
-func (t *sessionTokens) opened(id string, gen uint64) {
+// ended reports whether a session's tie ended for a reason that ends the
+// session: a rotation or a kick (not the session's own end).
+func ended(tie context.Context) bool {
+	cause := context.Cause(tie)
+	return errors.Is(cause, server.ErrTokenRotated) || errors.Is(cause, server.ErrKicked)
+}
+
+func (t *sessionTokens) opened(id string, caller server.Caller) {
 	t.host.Metrics.Counter(MetricSessionsOpened).Add(1)
-	ctx, end := t.host.Session(context.Background(), gen)
+	ctx, end := t.host.Hold(context.Background(), caller)
 	context.AfterFunc(ctx, func() {
-		if errors.Is(context.Cause(ctx), server.ErrTokenRotated) {
+		if ended(ctx) {
 			t.mcp.EndSession(id)
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/trycua/cua-spacesd/api/client"
+	"github.com/trycua/cua-spacesd/spacesd/server"
 )
 
 // selfURL is the base URL of the daemon's own routes as the built-in tools
@@ -22,30 +23,53 @@ const selfURL = "http://127.0.0.1"
 const maxSelfClients = 4
 
 // self is how the built-in tools reach the daemon: the daemon's own HTTP
-// surface (auth, feature gates, limits and all), served over in-memory
-// connections, with the caller's own token. A built-in tool is then the
-// bridge's tool with a different client, and can do nothing its caller
-// could not do with the token it showed.
+// surface (auth, roles, feature gates, limits and all), served over
+// in-memory connections, as the MCP caller itself. A caller with the
+// token reaches it with that token; a caller its connection brought (a
+// person through the relay) on connections the daemon serves as that same
+// principal (server.Host.ServeConn), so every inner route checks the
+// person's role, and a kick of the person ends them. A built-in tool is
+// then the bridge's tool with a different client, and can do nothing its
+// caller could not do directly.
 type self struct {
 	ln  *memListener
 	srv *http.Server
+	// serveConn and hold are the daemon's (server.Host): they serve a
+	// principal's connection, and tie its life to the person's access.
+	serveConn func(net.Conn, server.Principal) error
+	hold      func(context.Context, server.Caller) (context.Context, context.CancelCauseFunc)
 
-	mu      sync.Mutex
-	clients map[string]*client.Client
+	mu         sync.Mutex
+	clients    map[string]*client.Client
+	principals map[principalKey]*principalClient
+	closed     bool
 }
 
-func newSelf(h http.Handler, log *slog.Logger) *self {
+func newSelf(h server.Host, log *slog.Logger) *self {
 	s := &self{
-		ln:      newMemListener(),
-		clients: map[string]*client.Client{},
+		ln:         newMemListener(),
+		serveConn:  h.ServeConn,
+		hold:       h.Hold,
+		clients:    map[string]*client.Client{},
+		principals: map[principalKey]*principalClient{},
 		srv: &http.Server{
-			Handler:           h,
+			Handler:           h.Handler,
 			ReadHeaderTimeout: 10 * time.Second,
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		},
 	}
 	go func() { _ = s.srv.Serve(s.ln) }()
 	return s
+}
+
+// clientFor is the client of the daemon that acts as c, the caller of an
+// MCP request: c's principal when its connection brought one, else the
+// token the request showed (tok).
+func (s *self) clientFor(c server.Caller, tok string) (*client.Client, error) {
+	if c.Principal != nil {
+		return s.principal(c)
+	}
+	return s.client(tok)
 }
 
 // client is a client of the daemon that shows token.
@@ -66,7 +90,18 @@ func (s *self) client(token string) (*client.Client, error) {
 	return c, nil
 }
 
-func (s *self) close() { _ = s.srv.Close() }
+// close stops serving the token's clients and ends the principals'.
+func (s *self) close() {
+	_ = s.srv.Close()
+	s.mu.Lock()
+	s.closed = true
+	out := s.principals
+	s.principals = map[principalKey]*principalClient{}
+	s.mu.Unlock()
+	for _, pc := range out {
+		pc.end(server.ErrShutdown)
+	}
+}
 
 // bearerOf is the token an HTTP request showed ("" for none).
 func bearerOf(h http.Header) string {

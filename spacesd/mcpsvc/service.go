@@ -82,7 +82,7 @@ func New(procs *process.Manager, o Options) server.NewService {
 				s.reg.names = append(s.reg.names, c.Name)
 			}
 		}
-		s.self = newSelf(h.Handler, log)
+		s.self = newSelf(h, log)
 		h.Metrics.Counter(MetricSessionsOpened)
 		h.Metrics.Gauge(MetricSessions, s.sessionCount)
 		return s, nil
@@ -113,7 +113,7 @@ func (s *Service) endpoint() (*endpoint, error) {
 	s.reg.builtin = srv
 	s.ep = &endpoint{
 		mcp:     srv,
-		handler: srv.Handler(mcpserve.HTTPOptions{Path: api.PathMCP, MaxSessions: s.opts.MaxSessions, SessionIdle: s.opts.SessionIdle}),
+		handler: srv.Handler(mcpserve.HTTPOptions{Path: api.PathMCP, MaxSessions: s.opts.MaxSessions, SessionIdle: s.opts.SessionIdle, Caller: callerOf}),
 		tokens:  &sessionTokens{host: s.host, mcp: srv, sessions: map[string]tokenTie{}},
 	}
 	return s.ep, nil
@@ -131,15 +131,28 @@ func (s *Service) sessionCount() float64 {
 	return float64(ep.mcp.SessionCount())
 }
 
+// callerOf is who made an MCP request, for its tool calls
+// (mcpserve.Call.Caller): the daemon's caller of the request, which the
+// server authorised before /mcp's handler ran. A session belongs to its
+// person: another's request with its id is refused.
+func callerOf(r *http.Request) (string, any) {
+	c := server.CallerOf(r.Context())
+	person, _ := server.PersonOf(c)
+	return person, c
+}
+
 // space is the Space of a built-in tool's call: the daemon itself, reached
-// with the caller's token, once its features in need are checked.
+// as the call's caller (its principal, or the token it showed), once its
+// features in need are checked. A call with no caller (none is made
+// but through /mcp) reaches it with no credentials at all.
 func (s *Service) space(ctx context.Context, mc *mcpserve.Call, need []api.Feature) (*spacetools.Space, error) {
 	for _, f := range need {
 		if st := s.host.Feature(ctx, f); !st.Supported {
 			return nil, api.CapabilityMissing(f, st.Limitation)
 		}
 	}
-	c, err := s.self.client(bearerOf(mc.Header))
+	caller, _ := mc.Caller.(server.Caller)
+	c, err := s.self.clientFor(caller, bearerOf(mc.Header))
 	if err != nil {
 		return nil, err
 	}

@@ -99,7 +99,7 @@ func (c callServices) CallTool(ctx context.Context, call spacetools.ToolCall) (j
 			// them is a recursion as deep as its arguments nest.
 			return nil, api.Errorf(api.KindInvalidArgument, "call_tool does not call itself: call %s's tools directly", spacetools.BuiltinService)
 		}
-		mc := &mcpserve.Call{Args: call.Arguments, Progress: call.Progress, ProgressAsked: call.Progress != nil, Header: c.mc.Header}
+		mc := &mcpserve.Call{Args: call.Arguments, Progress: call.Progress, ProgressAsked: call.Progress != nil, Header: c.mc.Header, Caller: c.mc.Caller}
 		return c.r.builtin.CallTool(ctx, call.Tool, mc)
 	}
 	s, err := c.r.service(call.Service)

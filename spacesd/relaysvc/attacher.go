@@ -180,14 +180,15 @@ func (a *attacher) current() (attachment, bool) {
 }
 
 // learn records what a welcome taught (the computer's name, the pinned
-// key) and keeps it in the state dir.
-func (a *attacher) learn(computer string, key ed25519.PublicKey) {
+// key) and the URL that worked, and keeps them in the state dir: a
+// restarted Space starts at that URL.
+func (a *attacher) learn(computer string, key ed25519.PublicKey, url string) {
 	a.mu.Lock()
 	if a.att == nil {
 		a.mu.Unlock()
 		return
 	}
-	a.att.Computer, a.att.GrantKey = computer, formatGrantKey(key)
+	a.att.Computer, a.att.GrantKey, a.att.LastURL = computer, formatGrantKey(key), url
 	att := *a.att
 	a.mu.Unlock()
 	if err := saveState(a.o.StateDir, att); err != nil {
@@ -219,44 +220,37 @@ func (a *attacher) waitConnected(ctx context.Context, d time.Duration) api.Relay
 	}
 }
 
-// loop dials the relay's URLs in turn until ctx ends, waiting between
-// tries as the relay asks or by the backoff.
+// loop dials the relay's URLs until ctx ends. It starts at the URL of the
+// last good session (kept in the state dir) and moves to the next URL
+// whenever a session or a dial fails: a node that died, refused the Space
+// or sent go_away is left for another node of the relay. A round tries
+// each URL once; within a round the move goes at once (after a go_away,
+// after its Retry-After), and between rounds the backoff waits (redial.go).
 func (a *attacher) loop(ctx context.Context) {
-	b := backoff{rand: a.o.Rand}
-	for i := 0; ; i++ {
+	att, ok := a.current()
+	if !ok {
+		return
+	}
+	r := newRedial(att, a.o.Rand)
+	for {
 		att, ok := a.current()
 		if !ok {
 			return
 		}
-		url := att.URLs[i%len(att.URLs)]
-		var connectedFor time.Duration
-		err := a.session(ctx, url, att, &connectedFor)
+		url := r.url(att.URLs)
+		var res sessionResult
+		err := a.session(ctx, url, att, &res)
 		if ctx.Err() != nil {
 			return
 		}
 		var refused *dialRefusedError
 		a.failed(err, errors.As(err, &refused) && refused.tokenRefused())
-		if connectedFor >= HealthyReset {
-			b.reset()
-		}
-		var wait time.Duration
-		var goAway *goAwayError
-		switch {
-		case errors.Is(err, errGrantKeyChanged):
+		if errors.Is(err, errGrantKeyChanged) {
 			a.log.Error("relay: the relay's grant key changed; refusing it until the Space is attached again (PUT /v1/relay)", "url", url)
 			return
-		case errors.Is(err, errClockJump):
-			wait = 0
-		case errors.As(err, &goAway):
-			wait = max(goAway.m.RetryAfter.Duration(), b.next())
-		case errors.As(err, &refused) && refused.tokenRefused():
-			wait = max(RefusedRetry, b.next())
-		case errors.As(err, &refused):
-			wait = max(refused.RetryAfter, b.next())
-		default:
-			wait = b.next()
 		}
-		a.log.Info("relay: session ended; redialling", "url", url, "err", err, "wait", wait)
+		wait := r.after(len(att.URLs), res, err)
+		a.log.Info("relay: session ended; redialling", "url", url, "next", r.url(att.URLs), "err", err, "wait", wait)
 		select {
 		case <-ctx.Done():
 			return
@@ -279,9 +273,16 @@ func dialer(cfg *tls.Config) *websocket.Dialer {
 	return &websocket.Dialer{TLSClientConfig: cfg, HandshakeTimeout: dialTimeout, Proxy: http.ProxyFromEnvironment}
 }
 
+// sessionResult is what the redial needs of a session that ended: whether
+// it came up, and for how long.
+type sessionResult struct {
+	up     bool
+	lasted time.Duration
+}
+
 // session dials url, runs one control session until it ends, and answers
-// why; connectedFor is how long it was up.
-func (a *attacher) session(ctx context.Context, url string, att attachment, connectedFor *time.Duration) error {
+// why; res says whether it came up and how long it lasted.
+func (a *attacher) session(ctx context.Context, url string, att attachment, res *sessionResult) error {
 	tok, err := att.readToken()
 	if err != nil {
 		return err
@@ -310,7 +311,14 @@ func (a *attacher) session(ctx context.Context, url string, att attachment, conn
 		conn.Close()
 		return err
 	}
-	defer sess.Close()
+	// A session left after a go_away lingers (linger.go): closing it is
+	// then the lingering goroutine's.
+	lingers := false
+	defer func() {
+		if !lingers {
+			_ = sess.Close()
+		}
+	}()
 	// A detach during the handshake must not wait for its deadlines.
 	stopClose := context.AfterFunc(ctx, func() { _ = sess.Close() })
 	defer stopClose()
@@ -340,19 +348,23 @@ func (a *attacher) session(ctx context.Context, url string, att attachment, conn
 	if !stopClose() {
 		return ctx.Err() // detached meanwhile
 	}
-	if pinned == nil || att.Computer != welcome.Computer {
-		a.learn(welcome.Computer, welcome.GrantKey)
+	if pinned == nil || att.Computer != welcome.Computer || att.LastURL != url {
+		a.learn(welcome.Computer, welcome.GrantKey, url)
 	}
 	start := a.clock.Monotonic()
-	defer func() { *connectedFor = a.clock.Monotonic() - start }()
+	res.up = true
+	defer func() { res.lasted = a.clock.Monotonic() - start }()
 	a.update(func(st *api.RelayStatus) {
 		st.Connected, st.URL, st.Node = true, url, welcome.Node
 		st.ConnectedSinceMS = a.clock.Now().UnixMilli()
 	})
 	a.log.Info("relay: attached", "url", url, "node", welcome.Node, "computer", welcome.Computer)
 	ss := &session{a: a, url: url, sess: sess, w: w, r: r, key: welcome.GrantKey, computer: welcome.Computer,
-		version: welcome.Version, heartbeat: welcome.Heartbeat.Duration(), tls: cfg}
-	return ss.run(ctx)
+		version: welcome.Version, heartbeat: welcome.Heartbeat.Duration(), tls: cfg, goAway: make(chan protocol.GoAway, 1)}
+	err = ss.run(ctx)
+	var goAway *goAwayError
+	lingers = errors.As(err, &goAway)
+	return err
 }
 
 // session is one control session, up.
@@ -368,6 +380,8 @@ type session struct {
 	heartbeat time.Duration
 	tls       *tls.Config
 	lastRecv  atomic.Int64 // monotonic ns of the last frame read
+	// goAway carries the relay's go_away from the control reader.
+	goAway chan protocol.GoAway
 }
 
 func (s *session) run(ctx context.Context) error {
@@ -394,6 +408,16 @@ func (s *session) run(ctx context.Context) error {
 			return end(protocol.CloseNormal, ctx.Err())
 		case err := <-errc:
 			return end(0, err)
+		case m := <-s.goAway:
+			// The streams in flight finish on this session while the
+			// Space dials the next node (linger.go).
+			s.a.wg.Add(1)
+			go func() {
+				defer s.a.wg.Done()
+				s.linger(ctx, errc)
+				_ = end(protocol.CloseNormal, nil)
+			}()
+			return &goAwayError{m}
 		case <-clock.After(s.heartbeat):
 		}
 		w1, m1 := clock.Now(), clock.Monotonic()
@@ -425,7 +449,11 @@ func (s *session) readControl(ctx context.Context) error {
 			}
 		case protocol.Pong:
 		case protocol.GoAway:
-			return &goAwayError{m}
+			// Read on: a lingering session still answers pings and kicks.
+			select {
+			case s.goAway <- m:
+			default:
+			}
 		case protocol.Kick:
 			n, held := s.a.kick(m.Person)
 			s.a.log.Info("relay: kicked", "person", m.Person, "reason", m.Reason, "connections", n, "streams", held)
@@ -471,171 +499,4 @@ func (s *session) openData(ctx context.Context, m protocol.OpenData) {
 		return
 	}
 	s.a.serveStream(tunnel.NewBulkWSConn(ws), s.key, s.computer, s.version, s.via())
-}
-
-// relayVia is what a relayed stream's viewers need of the session it
-// came by: the relay's host (a TURN credential's default host: its TURN
-// runs beside its HTTPS) and how the relay's certificate is trusted.
-type relayVia struct {
-	host string
-	tls  *tls.Config
-}
-
-func (s *session) via() relayVia {
-	v := relayVia{tls: s.tls}
-	if u, err := checkRelayURL(s.url); err == nil {
-		v.host = u.Hostname()
-	}
-	return v
-}
-
-// serveStream reads a relayed stream's header within protocol.HeaderTimeout,
-// checks its grant with the pinned key, and serves the stream as the
-// grant's person; on any failure it closes the stream, nothing served.
-func (a *attacher) serveStream(c net.Conn, key ed25519.PublicKey, computer string, version int, via relayVia) {
-	_ = c.SetReadDeadline(time.Now().Add(protocol.HeaderTimeout))
-	h, err := protocol.ReadHeader(c)
-	if err == nil && h.Version != version {
-		err = protocol.CloseProtocolError.Err(fmt.Sprintf("stream header of version %d in a session of version %d", h.Version, version))
-	}
-	if err != nil {
-		a.log.Warn("relay: stream refused: bad header", "err", err)
-		count(a.refused)
-		_ = c.Close()
-		return
-	}
-	g, err := protocol.VerifyGrant(key, h.Grant, computer, a.o.Now())
-	if err != nil {
-		a.log.Warn("relay: stream refused: grant", "err", err)
-		count(a.refused)
-		_ = c.Close()
-		return
-	}
-	_ = c.SetReadDeadline(time.Time{})
-	count(a.streams)
-	sc := &streamConn{Conn: c, a: a, person: g.Person, role: g.Role}
-	if !a.track(sc) {
-		_ = c.Close()
-		return
-	}
-	p := server.Principal{Person: g.Person, PersonName: g.PersonName, Role: server.Role(g.Role), Grant: g.ID, Via: server.ViaRelay}
-	if g.Turn != nil {
-		// The Space's end of one view's TURN (the grant of the stream
-		// that carries the viewer's offer). Its TLS is trusted as the
-		// relay's HTTPS is: the same relay, the same certificate.
-		p.ICEServers, p.TURNTLS = g.Turn.ICEServers(via.host), via.tls
-	}
-	if err := a.serve(sc, p); err != nil {
-		a.log.Debug("relay: stream not served", "err", err)
-	}
-}
-
-// streamConn is a relayed connection the attacher tracks, to close a
-// kicked person's and every one at a detach.
-type streamConn struct {
-	net.Conn
-	a      *attacher
-	person string
-	role   protocol.Role
-	once   sync.Once
-	closed atomic.Bool
-}
-
-// Close ends the connection both ways. A yamux stream's Close is a half
-// close (the peer may still write, and a Read still reads): a kicked
-// person's next request must not be read, let alone served, so reads end
-// here too, a blocked one at once (a deadline in the past).
-func (c *streamConn) Close() error {
-	c.once.Do(func() {
-		c.closed.Store(true)
-		_ = c.Conn.SetReadDeadline(time.Unix(1, 0))
-		c.a.mu.Lock()
-		delete(c.a.conns, c)
-		c.a.mu.Unlock()
-	})
-	return c.Conn.Close()
-}
-
-func (c *streamConn) Read(p []byte) (int, error) {
-	if c.closed.Load() {
-		return 0, net.ErrClosed
-	}
-	n, err := c.Conn.Read(p)
-	if c.closed.Load() {
-		return 0, net.ErrClosed
-	}
-	return n, err
-}
-
-// SetReadDeadline leaves a closed connection's past deadline alone.
-func (c *streamConn) SetReadDeadline(t time.Time) error {
-	if c.closed.Load() {
-		return nil
-	}
-	return c.Conn.SetReadDeadline(t)
-}
-
-func (c *streamConn) SetDeadline(t time.Time) error {
-	if err := c.SetReadDeadline(t); err != nil {
-		return err
-	}
-	return c.Conn.SetWriteDeadline(t)
-}
-
-// track adds c, unless detached meanwhile.
-func (a *attacher) track(c *streamConn) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.att == nil {
-		return false
-	}
-	a.conns[c] = struct{}{}
-	return true
-}
-
-// kick closes every connection of person (protocol.KickAll: of every
-// person but the owners), and ends what they hold past them (streams
-// opened on those connections or with tickets they minted), and answers
-// how many of each. Connections first: a kicked person's next request
-// must not be read while its streams are ended.
-func (a *attacher) kick(person string) (conns, held int) {
-	match := func(p string, role string) bool {
-		if person == protocol.KickAll {
-			return role != string(protocol.RoleOwner)
-		}
-		return p == person
-	}
-	conns = a.closeConns(func(c *streamConn) bool { return match(c.person, string(c.role)) })
-	if a.held != nil {
-		held = a.held(func(p string, role server.Role) bool { return match(p, string(role)) })
-	}
-	return conns, held
-}
-
-func (a *attacher) closeConns(match func(*streamConn) bool) int {
-	a.mu.Lock()
-	var out []*streamConn
-	for c := range a.conns {
-		if match(c) {
-			out = append(out, c)
-		}
-	}
-	a.mu.Unlock()
-	for _, c := range out {
-		_ = c.Close()
-	}
-	return len(out)
-}
-
-// connsOf counts the tracked connections of person (tests).
-func (a *attacher) connsOf(person string) int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	n := 0
-	for c := range a.conns {
-		if c.person == person {
-			n++
-		}
-	}
-	return n
 }

@@ -140,7 +140,7 @@ func (s *Service) initialFrom(saved *attachment) (*attachment, error) {
 		return nil, err
 	}
 	if saved != nil && saved.sameRelay(a) {
-		a.Computer, a.GrantKey = saved.Computer, saved.GrantKey
+		a.Computer, a.GrantKey, a.LastURL = saved.Computer, saved.GrantKey, saved.LastURL
 	}
 	if err := saveState(s.o.StateDir, a); err != nil {
 		s.logger().Warn("relay: cannot keep the attachment in the state dir", "err", err)
@@ -296,6 +296,10 @@ func (s *Service) prepare(req api.RelayAttachRequest) (attachment, time.Duration
 	a := attachment{URLs: req.URLs, Fingerprint: strings.TrimSpace(req.Fingerprint), CAPEM: req.CAPEM}
 	if _, err := tlsConfig(a); err != nil {
 		return attachment{}, 0, err
+	}
+	// The node that worked is still a fine first dial.
+	if cur, ok := s.att.current(); ok && cur.sameRelay(a) {
+		a.LastURL = cur.LastURL
 	}
 	return a, wait, nil
 }

@@ -67,7 +67,14 @@ type relaySession struct {
 
 func newStandIn(t *testing.T) *standIn {
 	t.Helper()
-	ca := tlstest.NewCA(t)
+	return newStandInOf(t, tlstest.NewCA(t))
+}
+
+// newStandInOf is a stand-in whose certificate ca signs: several of them
+// are the nodes of one relay, one trust for all (give them one key and
+// token with sameRelayAs).
+func newStandInOf(t *testing.T, ca *tlstest.CA) *standIn {
+	t.Helper()
 	tok, err := protocol.NewToken(protocol.TokenComputer)
 	if err != nil {
 		t.Fatal(err)

@@ -38,6 +38,9 @@ type attachment struct {
 	// GrantKey is the pinned key (protocol.GrantKeyPrefix + base64), "" until the
 	// first session pins it.
 	GrantKey string `json:"grant_key,omitempty"`
+	// LastURL is the URL of the last session that came up: the next
+	// start dials it first.
+	LastURL string `json:"last_url,omitempty"`
 
 	// token is the token when there is no TokenPath (no state dir).
 	token string

@@ -1,25 +1,20 @@
 package server
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/internal/selfsigned"
 )
 
 // TLS of the daemon: HTTPS and WSS on its one port, from a certificate and
@@ -29,13 +24,9 @@ import (
 
 // Self-signed certificate files, under the state directory.
 const (
-	SelfSignedDir  = "tls"
-	SelfSignedCert = "cert.pem"
-	SelfSignedKey  = "key.pem"
-	// selfSignedValidity is long on purpose: the bridge pins the
-	// certificate itself, not a chain with dates, and a pair that expired
-	// would change the fingerprint every bridge has pinned.
-	selfSignedValidity = 10 * 365 * 24 * time.Hour
+	SelfSignedDir  = selfsigned.Dir
+	SelfSignedCert = selfsigned.CertFile
+	SelfSignedKey  = selfsigned.KeyFile
 	// certPollInterval bounds how often the certificate files are checked
 	// for a renewal (at a handshake, never more than once per interval).
 	certPollInterval = 10 * time.Second
@@ -155,7 +146,7 @@ func SelfSigned(stateDir string, hosts []string, log *slog.Logger) (c *CertFiles
 	dir := filepath.Join(stateDir, SelfSignedDir)
 	certFile, keyFile := filepath.Join(dir, SelfSignedCert), filepath.Join(dir, SelfSignedKey)
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		if err := makeSelfSigned(stateDir, dir, hosts); err != nil {
+		if err := selfsigned.Make(stateDir, program, hosts); err != nil {
 			return nil, false, err
 		}
 		made = true
@@ -226,7 +217,7 @@ func RenewSelfSigned(stateDir string, hosts []string) (renewed bool, err error) 
 	if err := os.Mkdir(fresh, 0o700); err != nil {
 		return false, fmt.Errorf("renew the TLS pair: %w", err)
 	}
-	if err := writeSelfSigned(fresh, hosts); err != nil {
+	if err := selfsigned.Write(fresh, program, hosts); err != nil {
 		return false, err
 	}
 	// A directory cannot be renamed over a full one: the old pair moves
@@ -241,104 +232,5 @@ func RenewSelfSigned(stateDir string, hosts []string) (renewed bool, err error) 
 	return true, nil
 }
 
-// makeSelfSigned makes the pair in a directory of its own beside dir and
-// renames it into place: a crash leaves the whole pair or none, and of two
-// daemons starting at once, one pair wins and both load it.
-func makeSelfSigned(stateDir, dir string, hosts []string) error {
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return fmt.Errorf("make the state directory %s: %w", stateDir, err)
-	}
-	tmp, err := os.MkdirTemp(stateDir, "."+SelfSignedDir+"-")
-	if err != nil {
-		return fmt.Errorf("make the TLS pair: %w", err)
-	}
-	defer os.RemoveAll(tmp) // gone once renamed
-	if err := writeSelfSigned(tmp, hosts); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		// Another daemon's pair got there first: that one is loaded.
-		if _, statErr := os.Stat(filepath.Join(dir, SelfSignedCert)); statErr != nil {
-			return fmt.Errorf("put the TLS pair in place: %w", err)
-		}
-	}
-	return nil
-}
-
-// writeSelfSigned writes a new pair into dir.
-func writeSelfSigned(dir string, hosts []string) error {
-	certPEM, keyPEM, err := selfSignedPair(hosts, time.Now())
-	if err != nil {
-		return err
-	}
-	if err := writeSynced(filepath.Join(dir, SelfSignedKey), keyPEM, 0o600); err != nil {
-		return err
-	}
-	return writeSynced(filepath.Join(dir, SelfSignedCert), certPEM, 0o644)
-}
-
-func writeSynced(p string, b []byte, mode fs.FileMode) error {
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	return nil
-}
-
-// selfSignedPair makes an ECDSA P-256 key and a leaf certificate of it,
-// signed by itself, for localhost, the host's name and hosts. It is not a
-// CA (no keyCertSign, basic constraints CA:FALSE): a client that trusts
-// the file trusts this certificate, never one signed with its key. An
-// ECDSA key only signs, so digitalSignature is its one key usage.
-func selfSignedPair(hosts []string, now time.Time) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, fmt.Errorf("make the TLS key: %w", err)
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, nil, fmt.Errorf("make the certificate's serial: %w", err)
-	}
-	name, _ := os.Hostname()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "cua-spacesd " + name, Organization: []string{"cua-spacesd self-signed"}},
-		NotBefore:             now.Add(-time.Hour), // a guest clock a little behind
-		NotAfter:              now.Add(selfSignedValidity),
-		KeyUsage:              x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  false,
-		DNSNames:              []string{"localhost"},
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-	}
-	for _, h := range append([]string{name}, hosts...) {
-		switch ip := net.ParseIP(h); {
-		case h == "" || h == "localhost":
-		case ip != nil && !ip.IsUnspecified():
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		case ip == nil:
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("make the certificate: %w", err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("encode the TLS key: %w", err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
-}
+// program names the daemon in its self-signed certificate.
+const program = "cua-spacesd"

@@ -132,7 +132,7 @@ func New(t testing.TB, o Options) *Receiver {
 		se.SetPrflxAcceptanceMinWait(0)
 	}
 	pc, err := webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(reg), webrtc.WithSettingEngine(se)).
-		NewPeerConnection(iceConfig(o))
+		NewPeerConnection(rtc.ICEConfiguration(o.ICEServers, o.RelayOnly))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -150,17 +150,6 @@ func selfSigned(t testing.TB) ([]byte, *ecdsa.PrivateKey) {
 	return der, key
 }
 
-func iceConfig(o Options) webrtc.Configuration {
-	var c webrtc.Configuration
-	for _, s := range o.ICEServers {
-		c.ICEServers = append(c.ICEServers, webrtc.ICEServer{URLs: s.URLs, Username: s.Username, Credential: s.Credential})
-	}
-	if o.RelayOnly {
-		c.ICETransportPolicy = webrtc.ICETransportPolicyRelay
-	}
-	return c
-}
-
 // relayedOnly drops every candidate of an SDP but the relayed ones, so
 // that the media can only cross a TURN server whatever the other end
 // gathered (a browser that reaches the Space by no address of its own).
