@@ -363,3 +363,26 @@ func TestClusterHomeNodeDies(t *testing.T) {
 		return st == http.StatusOK && decodeEcho(t, b).PersonName == "ann"
 	})
 }
+
+// A viewer link's request through another node than the Space's: its
+// ticket passes on for the Space to check, with a grant of role link, on a
+// stream of its own that the home node's link rate counts.
+func TestClusterLinkThroughAnotherNode(t *testing.T) {
+	f := newClusterFixture(t)
+	st, b, _ := f.c.do(http.MethodGet, "/c/pc"+api.PathStreamICE, "", nil, "Authorization", "Bearer cuat1.payload.mac")
+	if st != http.StatusOK {
+		t.Fatalf("a link's ICE query through c: %d %s", st, b)
+	}
+	if e := decodeEcho(t, b); e.Role != string(protocol.RoleLink) || e.Auth != "Bearer cuat1.payload.mac" || e.Person != protocol.LinkPerson {
+		t.Fatalf("the Space saw %+v", e)
+	}
+	if n := f.b.Server.Metrics().HomeStreams.Load(); n == 0 {
+		t.Fatal("the link's stream was not opened by b")
+	}
+	// A link holder of an offline computer, through any node, learns
+	// nothing more than of none.
+	st, b, _ = f.c.do(http.MethodGet, "/c/nothing"+api.PathStreamICE, "", nil, "Authorization", "Bearer cuat1.payload.mac")
+	if st != http.StatusBadGateway {
+		t.Fatalf("a link to no computer through c: %d %s", st, b)
+	}
+}
