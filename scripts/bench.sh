@@ -61,7 +61,8 @@ bench ./spacesd/server 'GrantCheck' 20000x
 section "unshare (the relay's DELETE) to the end of a shared editor's live PTY (a WebSocket through the relay) and of a shared viewer's live stream (a WHEP viewer through the relay), median of 5 (target <= 500 ms)"
 COUNT=1 bench ./test/relay 'UnshareEnds' 5x
 
-section "relay nodes in a cluster (three in one process, NATS routes on loopback, real TLS, a stand-in Space on node b): a call's round trip on a pooled stream through node a (the cross-node hop over the NATS trunk) vs straight to b (target: the hop adds <= 1 ms at p50); a 256 MiB download through a vs from b; unshare on a to the end of a viewer's stream held through c (target <= 500 ms)"
+section "relay nodes in a cluster (three in one process, NATS routes on loopback, real TLS): exec true and a PTY's echo on a real Space attached to node b, its owner through b vs through node a (target: the hop adds <= 1 ms at p50); with a stand-in Space on node b, a call's round trip on a pooled stream through node a (the cross-node hop over the NATS trunk) vs straight to b (target: the hop adds <= 1 ms at p50); a 256 MiB download through a vs from b; unshare on a to the end of a viewer's stream held through c (target <= 500 ms)"
+COUNT=1 bench ./test/relay 'ClusterExecTrue' 500x
 COUNT=1 bench ./relay/relayd 'ClusterCall' 500x
 COUNT=2 bench ./relay/relayd 'ClusterDownload256MiB' 2x
 COUNT=1 bench ./relay/relayd 'ClusterUnshareToEnd' 30x
