@@ -61,6 +61,12 @@ bench ./spacesd/server 'GrantCheck' 20000x
 section "unshare (the relay's DELETE) to the end of a shared editor's live PTY (a WebSocket through the relay) and of a shared viewer's live stream (a WHEP viewer through the relay), median of 5 (target <= 500 ms)"
 COUNT=1 bench ./test/relay 'UnshareEnds' 5x
 
+section "relay nodes in a cluster (three in one process, NATS routes on loopback, real TLS): exec true and a PTY's echo on a real Space attached to node b, its owner through b vs through node a (target: the hop adds <= 1 ms at p50); with a stand-in Space on node b, a call's round trip on a pooled stream through node a (the cross-node hop over the NATS trunk) vs straight to b (target: the hop adds <= 1 ms at p50); a 256 MiB download through a vs from b; unshare on a to the end of a viewer's stream held through c (target <= 500 ms)"
+COUNT=1 bench ./test/relay 'ClusterExecTrue' 500x
+COUNT=1 bench ./relay/relayd 'ClusterCall' 500x
+COUNT=2 bench ./relay/relayd 'ClusterDownload256MiB' 2x
+COUNT=1 bench ./relay/relayd 'ClusterUnshareToEnd' 30x
+
 section "a stream through cua-relay vs direct to the Space, same run, 1280x720, Go receiver, 3 rounds each: first frame from the viewer's first request, glass-to-glass p50/p95; media direct through the relay's HTTPS, and relayed by its TURN (relay-only on both ends, UDP) (targets: TURN adds <= 100 ms to the first frame, <= 5 ms to glass-to-glass p50)"
 COUNT=1 bench ./test/relay 'RelayStreamTURN' 1x
 

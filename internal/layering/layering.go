@@ -34,6 +34,10 @@ const (
 // (relay/store): the relay's own, no other program's to import.
 const RelayTURN = "relay/turnsvc"
 
+// RelayMesh is the data path between a relay's nodes (trunks, directory,
+// notices) over the cluster's NATS: the relay's own.
+const RelayMesh = "relay/mesh"
+
 // relayShared are the relay's packages every program may import.
 var relayShared = []string{RelayProtocol, RelayTunnel, RelayAPI}
 
@@ -87,6 +91,8 @@ var Rules = []Rule{
 		Why: "the relay's HTTP API (types and client) stands on the contract and the protocol only"},
 	{From: RelayTURN, Allow: []string{"std", RelayProtocol, "github.com/pion/..."},
 		Why: "the relay's TURN server stands on the protocol (its credentials) and pion only: relayd runs it, and it knows neither the store nor the HTTP side"},
+	{From: RelayMesh, Allow: []string{"std", "api", RelayProtocol, RelayTunnel, "github.com/hashicorp/yamux", "github.com/nats-io/nats.go"},
+		Why: "the path between nodes stands on NATS, yamux and the protocol only: relayd decides what it carries, and it knows neither sessions nor the store"},
 }
 
 // Package is one package of the module and what it imports.

@@ -160,7 +160,7 @@ func (s *Server) adminListComputers(w http.ResponseWriter, r *http.Request) {
 			}
 			names[c.Owner] = n
 		}
-		out.Computers = append(out.Computers, s.computerJSON(c, n))
+		out.Computers = append(out.Computers, s.computerJSON(r.Context(), c, n))
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/yamux"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/relay/mesh"
 	"github.com/trycua/cua-spacesd/relay/protocol"
 	"github.com/trycua/cua-spacesd/relay/store"
 	"github.com/trycua/cua-spacesd/relay/tunnel"
@@ -49,6 +50,9 @@ type session struct {
 
 	endOnce sync.Once
 	done    chan struct{}
+	// unannounce takes the computer out of the cluster's directory
+	// (nodes.go); nil on a single node.
+	unannounce func()
 
 	mu         sync.Mutex
 	transports map[string]*http.Transport // by person, role (and bulk or not)
@@ -230,6 +234,7 @@ func (s *Server) register(ss *session) bool {
 	if old != nil {
 		old.end(protocol.CloseReplaced, "a newer session of this computer attached")
 	}
+	s.announce(ss)
 	s.metrics.Attaches.Add(1)
 	ss.log.Info("attached", "daemon_version", ss.daemon, "version", ss.version)
 	s.audit(store.AuditAttach, ss.comp.Name, "node "+s.cfg.Node)
@@ -256,11 +261,14 @@ func (s *Server) session(name string) *session {
 	return s.sessions[name]
 }
 
-// endSession ends the session of a computer, if it is attached.
+// endSession ends the session of a computer, if it is attached here or
+// to another node of the cluster.
 func (s *Server) endSession(name string, code protocol.CloseCode, msg string) {
 	if ss := s.session(name); ss != nil {
 		ss.end(code, msg)
+		return
 	}
+	s.notify(mesh.Notice{Op: mesh.OpEnd, Computer: name, Code: code, Why: msg})
 }
 
 // loop reads the control stream until the session ends: a frame resets the
@@ -327,7 +335,12 @@ func (ss *session) end(code protocol.CloseCode, msg string) {
 		if s.sessions[ss.comp.Name] == ss {
 			delete(s.sessions, ss.comp.Name)
 		}
+		unannounce := ss.unannounce
+		ss.unannounce = nil
 		s.mu.Unlock()
+		if unannounce != nil {
+			unannounce()
+		}
 		if code != protocol.CloseNormal || msg != "" {
 			_ = protocol.NewWriter(ss.ctrlSt, closeFrameTimeout).WriteMessage(protocol.Close{Code: code, Message: msg})
 		}

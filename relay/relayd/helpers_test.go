@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 // real embedded JetStream.
 type testRelay struct {
 	*relayd.Relay
-	t       *testing.T
+	t       testing.TB
 	dataDir string
 	addr    string
 	pool    *x509.CertPool
@@ -163,7 +163,7 @@ func errorOf(t *testing.T, b []byte) *api.Error {
 // Hello, answers pings, dials data connections, and serves an http.Handler
 // of the test on every stream whose header and grant check out.
 type standInSpace struct {
-	t       *testing.T
+	t       testing.TB
 	relay   *testRelay
 	ws      *websocket.Conn
 	mux     *yamux.Session
@@ -448,7 +448,7 @@ func echoHandler() http.Handler {
 	return mux
 }
 
-func decodeEcho(t *testing.T, b []byte) echoAnswer {
+func decodeEcho(t testing.TB, b []byte) echoAnswer {
 	t.Helper()
 	var a echoAnswer
 	if err := json.Unmarshal(b, &a); err != nil {
@@ -458,7 +458,7 @@ func decodeEcho(t *testing.T, b []byte) echoAnswer {
 }
 
 // eventually polls cond until it holds (or fails the test after 15 s).
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for !cond() {

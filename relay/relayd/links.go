@@ -160,8 +160,16 @@ func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
 			WithHint("GET "+api.PathStreamICE+", POST "+api.PathStreamScreen+" or "+api.PathStreamWindow+", DELETE "+api.PathStreamSession+"; other routes take a relay user token (Authorization: Bearer cuau_...)"))
 		return
 	}
+	link := caller{id: protocol.LinkPerson, name: protocol.LinkPerson, role: protocol.RoleLink}
 	ss := s.session(name)
 	if ss == nil {
+		// Attached to another node: its home node takes from the link
+		// rate and streams, on each request's own stream (nodes.go).
+		if rem := s.remoteFor(r.Context(), name); rem != nil {
+			s.metrics.LinkForwards.Add(1)
+			s.forward(w, r, forwarding{rem: rem, name: name, path: path, rawPath: rawPath, route: route, keepAuth: true, caller: link})
+			return
+		}
 		// An offline computer and none look alike to a link holder: a
 		// link names a computer, it does not prove one is anyone's.
 		writeError(w, api.Errorf(api.KindRelay, "computer %q is not reachable through the relay: it is offline, or there is no such computer", name).
@@ -177,8 +185,7 @@ func (s *Server) handleLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.LinkForwards.Add(1)
-	s.forward(w, r, forwarding{ss: ss, name: name, path: path, rawPath: rawPath, route: route, keepAuth: true,
-		caller: caller{id: protocol.LinkPerson, name: protocol.LinkPerson, role: protocol.RoleLink}})
+	s.forward(w, r, forwarding{ss: ss, name: name, path: path, rawPath: rawPath, route: route, keepAuth: true, caller: link})
 }
 
 // tokenBucket is one computer's link rate: a bucket of burst requests,

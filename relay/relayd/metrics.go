@@ -53,6 +53,9 @@ func (s *Server) WriteMetrics(w io.Writer) {
 	}
 	fmt.Fprintf(w, "# TYPE cua_relay_draining gauge\ncua_relay_draining %d\n", draining)
 	s.writeNATSMetrics(w)
+	if m := s.meshOf(); m != nil {
+		fmt.Fprintf(w, "# TYPE cua_relay_trunks gauge\ncua_relay_trunks %d\n", m.Trunks())
+	}
 	if mw, ok := s.cfg.TURN.(metricsWriter); ok {
 		mw.WriteMetrics(w)
 	}

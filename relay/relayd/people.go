@@ -158,6 +158,7 @@ func (s *Server) recheckLoop(ctx context.Context) {
 			return
 		case <-t.C:
 			s.recheck(ctx)
+			s.sweepRemotes()
 		}
 	}
 }

@@ -55,14 +55,16 @@ func (s *Server) handleProxy(w http.ResponseWriter, r *http.Request, u store.Use
 		writeError(w, api.Errorf(api.KindNotFound, "computer %q: not found among yours or shared with you", name))
 		return
 	}
-	ss := s.session(name)
-	if ss == nil {
-		writeError(w, api.Errorf(api.KindRelay, "computer %q is offline: it is not attached to the relay", name).
-			WithHint("start the Space (it attaches by itself), or check its relay status with GET /v1/relay on it"))
-		return
+	f := forwarding{ss: s.session(name), name: name, path: path, rawPath: rawPath, route: classifyLink(r.Method, path),
+		caller: caller{id: u.ID, name: u.Name, role: role}}
+	if f.ss == nil {
+		// Attached to another node of the cluster, or offline.
+		if f.rem = s.remoteFor(r.Context(), name); f.rem == nil {
+			writeError(w, offline(name))
+			return
+		}
 	}
-	s.forward(w, r, forwarding{ss: ss, name: name, path: path, rawPath: rawPath, route: classifyLink(r.Method, path),
-		caller: caller{id: u.ID, name: u.Name, role: role}})
+	s.forward(w, r, f)
 }
 
 // caller is whom a stream's grant names.
@@ -73,9 +75,11 @@ type caller struct {
 
 func (c caller) link() bool { return c.role == protocol.RoleLink }
 
-// forwarding is one request on its way to a Space.
+// forwarding is one request on its way to a Space: attached here (ss), or
+// to another node (rem).
 type forwarding struct {
 	ss                  *session
+	rem                 *remote
 	name, path, rawPath string
 	route               linkRoute
 	caller              caller
@@ -90,12 +94,20 @@ type forwarding struct {
 // TURN server added for the viewer.
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, f forwarding) {
 	var rt http.RoundTripper
-	if f.route == linkOffer {
+	bulk := isBulk(r.Method, f.path, r.Header.Get("Content-Type"))
+	switch {
+	case f.route == linkOffer && f.rem != nil:
+		t := f.rem.offerTransport(f.caller)
+		defer t.CloseIdleConnections()
+		rt = t
+	case f.route == linkOffer:
 		t := f.ss.offerTransport(f.caller, s.turnCredential(f.name, "space"))
 		defer t.CloseIdleConnections()
 		rt = t
-	} else {
-		rt = f.ss.transport(f.caller, isBulk(r.Method, f.path, r.Header.Get("Content-Type")))
+	case f.rem != nil:
+		rt = f.rem.transport(f.caller, bulk)
+	default:
+		rt = f.ss.transport(f.caller, bulk)
 	}
 	name := f.name
 	rp := &httputil.ReverseProxy{

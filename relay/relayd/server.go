@@ -26,6 +26,7 @@ import (
 
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/media/viewer"
+	"github.com/trycua/cua-spacesd/relay/mesh"
 	"github.com/trycua/cua-spacesd/relay/protocol"
 	"github.com/trycua/cua-spacesd/relay/relayapi"
 	"github.com/trycua/cua-spacesd/relay/store"
@@ -144,6 +145,12 @@ type Metrics struct {
 	// LinkRateLimited those refused by a computer's link rate.
 	LinkForwards    atomic.Int64
 	LinkRateLimited atomic.Int64
+	// RemoteStreams counts streams this node opened to Spaces attached to
+	// other nodes; HomeStreams those other nodes opened to Spaces here;
+	// TrunkBytes the bytes of the latter, both ways.
+	RemoteStreams atomic.Int64
+	HomeStreams   atomic.Int64
+	TrunkBytes    atomic.Int64
 }
 
 // Server is the relay's HTTPS server.
@@ -165,6 +172,11 @@ type Server struct {
 	pending  map[[32]byte]*pendingData
 	closing  bool
 	drain    *drainState // nil: not draining (drain.go)
+	// mesh is the path to the other nodes of a cluster (nil: a single
+	// node); remotes the computers attached to them that callers here
+	// reach (nodes.go).
+	mesh    *mesh.Mesh
+	remotes map[string]*remote
 
 	metrics  Metrics
 	proxyLog *log.Logger // ReverseProxy's own lines, at Debug
@@ -222,6 +234,7 @@ func New(cfg Config) (*Server, error) {
 		viewer:   viewer.New(),
 		sessions: map[string]*session{},
 		pending:  map[[32]byte]*pendingData{},
+		remotes:  map[string]*remote{},
 	}
 	s.proxyLog = slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)
 	s.upgrader = websocket.Upgrader{
@@ -287,6 +300,10 @@ func (s *Server) HTTPServer(tlsConfig *tls.Config) *http.Server {
 // Serve serves on ln (TLS when tlsConfig is not nil) until ctx ends, then
 // shuts down: GoAway to every session, then close (Shutdown).
 func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsConfig *tls.Config) error {
+	if err := s.startMesh(); err != nil {
+		return err
+	}
+	defer s.stopMesh()
 	hs := s.HTTPServer(tlsConfig)
 	if tlsConfig != nil {
 		ln = tls.NewListener(ln, tlsConfig)

@@ -3,9 +3,11 @@ package relayd
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/relay/mesh"
 	"github.com/trycua/cua-spacesd/relay/protocol"
 	"github.com/trycua/cua-spacesd/relay/relayapi"
 	"github.com/trycua/cua-spacesd/relay/store"
@@ -245,6 +247,8 @@ func (s *Server) handleDeleteShares(w http.ResponseWriter, r *http.Request, u st
 		// streams cut here, before the audit's write.
 		if ss := s.session(c.Name); ss != nil {
 			ss.kick(protocol.KickAll, "every share of this computer ended")
+		} else {
+			s.notify(mesh.Notice{Op: mesh.OpKick, Computer: c.Name, Person: protocol.KickAll, Why: "every share of this computer ended"})
 		}
 	} else {
 		s.afterChange(ctx, c.Name, before, "the share ended")
@@ -276,28 +280,40 @@ func (s *Server) rolesOf(ctx context.Context, computer string, people []string) 
 // afterChange cuts, on computer, the people whose role is gone or lower
 // than before: a Kick to the Space and their streams through the relay
 // closed. A raised role needs no cut: their pooled streams carry the old
-// grant, so they are closed and the next stream carries the new one.
+// grant, so they are closed and the next stream carries the new one. A
+// computer attached to another node gets the same as a notice: its home
+// node kicks and cuts (its streams through every node included).
 func (s *Server) afterChange(ctx context.Context, computer string, before map[string]protocol.Role, why string) {
 	ss := s.session(computer)
-	if ss == nil {
-		return
-	}
 	for p, old := range before {
 		now, err := s.cfg.Store.RoleOf(ctx, computer, p)
 		if err != nil || now == old {
 			continue
 		}
-		if now == "" || old == protocol.RoleEditor {
+		n := mesh.Notice{Op: mesh.OpKick, Computer: computer, Person: p, Why: why}
+		if now != "" && old != protocol.RoleEditor {
+			n.Op, n.Why = mesh.OpCut, "their role changed"
+		}
+		switch {
+		case ss == nil:
+			s.notify(n)
+		case n.Op == mesh.OpKick:
 			ss.kick(p, why)
-		} else {
-			ss.cut(p, "their role changed")
+		default:
+			ss.cut(p, n.Why)
 		}
 	}
 }
 
 // recheckPerson cuts person on every attached computer they reach by a
-// share no more (they left a team).
+// share no more (they left a team), on every node.
 func (s *Server) recheckPerson(ctx context.Context, person, why string) {
+	s.recheckPersonHere(ctx, person, why)
+	s.notify(mesh.Notice{Op: mesh.OpRecheckPerson, Person: person, Why: why})
+}
+
+// recheckPersonHere is recheckPerson on the computers attached here.
+func (s *Server) recheckPersonHere(ctx context.Context, person, why string) {
 	s.mu.Lock()
 	all := make([]*session, 0, len(s.sessions))
 	for _, ss := range s.sessions {
@@ -339,14 +355,14 @@ func (s *Server) writeShares(w http.ResponseWriter, r *http.Request, c store.Com
 		scheme = "http"
 	}
 	out := relayapi.Shares{Computer: c.Name, URL: scheme + "://" + r.Host + relayapi.PrefixComputer + c.Name + "/", Shares: []relayapi.Share{}}
-	ss := s.session(c.Name)
-	out.Online = ss != nil
+	presence, online := s.presenceOf(ctx, c.Name)
+	out.Online = online
 	for _, e := range entries {
 		sh := relayapi.Share{Who: s.whoName(ctx, e.Who), Role: e.Role}
-		if ss != nil {
+		if online {
 			people, _ := s.peopleOf(ctx, e.Who)
 			for _, p := range people {
-				sh.Connected = sh.Connected || ss.hasStreams(p)
+				sh.Connected = sh.Connected || slices.Contains(presence.Connected, p)
 			}
 		}
 		out.Shares = append(out.Shares, sh)

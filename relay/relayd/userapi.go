@@ -1,6 +1,7 @@
 package relayd
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -28,7 +29,7 @@ func (s *Server) handleListComputers(w http.ResponseWriter, r *http.Request, u s
 	}
 	out := relayapi.ComputerList{Computers: make([]relayapi.Computer, 0, len(cs))}
 	for _, c := range cs {
-		cj := s.computerJSON(c, u.Name)
+		cj := s.computerJSON(r.Context(), c, u.Name)
 		cj.Role = protocol.RoleOwner
 		out.Computers = append(out.Computers, cj)
 	}
@@ -47,7 +48,7 @@ func (s *Server) handleListComputers(w http.ResponseWriter, r *http.Request, u s
 		if o, err := s.cfg.Store.User(r.Context(), c.Owner); err == nil {
 			owner = o.Name
 		}
-		cj := s.computerJSON(c, owner)
+		cj := s.computerJSON(r.Context(), c, owner)
 		cj.Role = role
 		out.Computers = append(out.Computers, cj)
 	}
@@ -77,7 +78,7 @@ func (s *Server) handleCreateComputer(w http.ResponseWriter, r *http.Request, u 
 	} else {
 		s.audit(store.AuditRegister, c.Name, "registered by "+u.Name)
 	}
-	writeJSON(w, status, relayapi.ComputerToken{Computer: s.computerJSON(c, u.Name), Token: tok, URLs: s.cfg.URLs})
+	writeJSON(w, status, relayapi.ComputerToken{Computer: s.computerJSON(r.Context(), c, u.Name), Token: tok, URLs: s.cfg.URLs})
 }
 
 func (s *Server) ownComputer(w http.ResponseWriter, r *http.Request, u store.User) (store.Computer, bool) {
@@ -96,7 +97,7 @@ func (s *Server) ownComputer(w http.ResponseWriter, r *http.Request, u store.Use
 
 func (s *Server) handleGetComputer(w http.ResponseWriter, r *http.Request, u store.User) {
 	if c, ok := s.ownComputer(w, r, u); ok {
-		writeJSON(w, http.StatusOK, s.computerJSON(c, u.Name))
+		writeJSON(w, http.StatusOK, s.computerJSON(r.Context(), c, u.Name))
 	}
 }
 
@@ -116,11 +117,11 @@ func (s *Server) handleDeleteComputer(w http.ResponseWriter, r *http.Request, u 
 	writeJSON(w, http.StatusOK, relayapi.Deleted{Deleted: true})
 }
 
-// computerJSON is c as the API shows it, online or not.
-func (s *Server) computerJSON(c store.Computer, owner string) relayapi.Computer {
+// computerJSON is c as the API shows it, online (on any node) or not.
+func (s *Server) computerJSON(ctx context.Context, c store.Computer, owner string) relayapi.Computer {
 	out := relayapi.Computer{Name: c.Name, Owner: owner, CreatedMS: c.CreatedMS}
-	if ss := s.session(c.Name); ss != nil {
-		out.Online, out.SinceMS, out.Node, out.DaemonVersion = true, ss.since.UnixMilli(), s.cfg.Node, ss.daemon
+	if p, ok := s.presenceOf(ctx, c.Name); ok {
+		out.Online, out.SinceMS, out.Node, out.DaemonVersion = true, p.SinceMS, p.Node, p.Daemon
 	}
 	return out
 }
