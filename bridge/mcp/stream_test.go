@@ -69,7 +69,7 @@ func TestStreamTools(t *testing.T) {
 		return len(again.Viewers) == 1 && again.Viewers[0].Path != nil
 	})
 	if v := again.Viewers[0]; !strings.HasSuffix(res.Location, "/"+v.ID) || v.Target != api.TargetScreen || !v.ByTicket || !v.Connected ||
-		v.Path.Media != api.MediaDirect || !strings.Contains(againText, "viewers: 1 live: "+v.ID[:8]+" by ticket: direct") {
+		v.Path.Media != api.MediaDirect || !strings.Contains(againText, "viewers: 1 live: owner "+v.ID[:8]+" by ticket: direct") {
 		t.Fatalf("stream_endpoint's viewers %+v (path %+v), text %q", again.Viewers, v.Path, againText)
 	}
 

@@ -186,11 +186,18 @@ func ViewersText(vs []api.StreamSession) string {
 		if v.Path != nil {
 			how = fmt.Sprintf("%s (%s %s to %s)", v.Path.Media, v.Path.Protocol, v.Path.Local, v.Path.Remote)
 		}
-		who := "token"
+		by := "token"
 		if v.ByTicket {
-			who = "ticket"
+			by = "ticket"
 		}
-		parts = append(parts, fmt.Sprintf("%s by %s: %s", v.ID[:min(8, len(v.ID))], who, how))
+		who := v.Name
+		if who == "" {
+			who = api.PresenceOwnerName
+		}
+		if v.Role != "" {
+			who += " (" + v.Role + ")"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s by %s: %s", who, v.ID[:min(8, len(v.ID))], by, how))
 	}
 	return fmt.Sprintf("viewers: %d live: %s", len(vs), strings.Join(parts, "; "))
 }
