@@ -66,7 +66,9 @@ func startAttacherCluster(tb testing.TB) *attacherCluster {
 }
 
 // admin is node i's admin client.
-func (c *attacherCluster) admin(i int) *relayd.AdminClient { return relayd.NewAdminClient(c.cfgs[i].DataDir) }
+func (c *attacherCluster) admin(i int) *relayd.AdminClient {
+	return relayd.NewAdminClient(c.cfgs[i].DataDir)
+}
 
 // clients are a new user's API clients, one per node.
 func (c *attacherCluster) clients(tb testing.TB, user string) []*relayapi.Client {
@@ -99,14 +101,14 @@ func (p *relayProcess) kill() {
 
 // clusterAttachers is what one run of the scenario measured.
 type clusterAttachers struct {
-	n                   int
-	rssBefore, rss      []int64 // each node's, before the attaches and once all were attached
-	attached            []int64 // sessions on each node once all were attached
-	firstAttach         time.Duration
-	killed              int           // the node killed
-	ledByKilled         []string      // the store's streams it led when killed (their writes wait for a new leader)
-	landAgain           time.Duration // from its kill to all of its computers attached again elsewhere
-	rssAfter, attachedA []int64       // the survivors' (the killed node's: 0) once they had landed
+	n                       int
+	rssBefore, rss          []int64 // each node's, before the attaches and once all were attached
+	attached                []int64 // sessions on each node once all were attached
+	firstAttach             time.Duration
+	killed                  int           // the node killed
+	ledByKilled             []string      // the store's streams it led when killed (their writes wait for a new leader)
+	landAgain               time.Duration // from its kill to all of its computers attached again elsewhere
+	rssAfter, attachedAfter []int64       // the survivors' (the killed node's: 0) once they had landed
 }
 
 // runClusterAttachers: n simulated Spaces registered through the three
@@ -183,7 +185,7 @@ func runClusterAttachers(tb testing.TB, n int, settle time.Duration) clusterAtta
 		tb.Fatal(err)
 	}
 	time.Sleep(settle)
-	r.attachedA = c.live(fleet)
+	r.attachedAfter = c.live(fleet)
 	for i, p := range c.procs {
 		if i == r.killed {
 			r.rssAfter = append(r.rssAfter, 0)
@@ -216,14 +218,14 @@ func sum(xs []int64) (s int64) {
 // again on the other two.
 func TestClusterAttachersLandAgain(t *testing.T) {
 	r := runClusterAttachers(t, 300, 0)
-	t.Logf("attached at first %v in %v; node %d killed (it led %v), all landed again in %v: %v", r.attached, r.firstAttach, r.killed, r.ledByKilled, r.landAgain, r.attachedA)
+	t.Logf("attached at first %v in %v; node %d killed (it led %v), all landed again in %v: %v", r.attached, r.firstAttach, r.killed, r.ledByKilled, r.landAgain, r.attachedAfter)
 	for i, got := range r.attached {
 		if got == 0 {
 			t.Errorf("no Space attached to node %d at first (%v): they were not spread", i, r.attached)
 		}
 	}
-	if r.attachedA[r.killed] != 0 || sum(r.attachedA) != int64(r.n) {
-		t.Errorf("after the kill: %v sessions on the nodes, want %d on the survivors", r.attachedA, r.n)
+	if r.attachedAfter[r.killed] != 0 || sum(r.attachedAfter) != int64(r.n) {
+		t.Errorf("after the kill: %v sessions on the nodes, want %d on the survivors", r.attachedAfter, r.n)
 	}
 }
 
@@ -253,6 +255,8 @@ func BenchmarkClusterIdleAttachers(b *testing.B) {
 	grewAll := sum(r.rss) - sum(r.rssBefore)
 	b.ReportMetric(float64(r.n), "computers")
 	b.ReportMetric(kib(grewAll, int64(r.n)), "KiB/computer")
+	// What one more GiB holds, the nodes' fixed part (NATS, JetStream) aside.
+	b.ReportMetric((1<<20)/kib(grewAll, int64(r.n)), "marginal-computers/GiB")
 	b.ReportMetric(r.firstAttach.Seconds(), "s-to-attach-all")
 	b.ReportMetric(float64(r.attached[r.killed]), "computers-on-killed-node")
 	b.ReportMetric(r.landAgain.Seconds(), "s-to-land-again-after-kill")
@@ -262,13 +266,13 @@ func BenchmarkClusterIdleAttachers(b *testing.B) {
 			continue
 		}
 		b.ReportMetric(mib(r.rssAfter[i]), name+"-RSS-after-kill-MiB")
-		b.ReportMetric(perGiB(r.attachedA[i], r.rssAfter[i]), name+"-computers/GiB-after-kill")
+		b.ReportMetric(perGiB(r.attachedAfter[i], r.rssAfter[i]), name+"-computers/GiB-after-kill")
 		after = append(after, fmt.Sprintf("node %s %d computers, RSS %.0f MiB, %.1f KiB/computer, %.0f computers/GiB",
-			name, r.attachedA[i], mib(r.rssAfter[i]), kib(r.rssAfter[i]-r.rssBefore[i], r.attachedA[i]), perGiB(r.attachedA[i], r.rssAfter[i])))
+			name, r.attachedAfter[i], mib(r.rssAfter[i]), kib(r.rssAfter[i]-r.rssBefore[i], r.attachedAfter[i]), perGiB(r.attachedAfter[i], r.rssAfter[i])))
 	}
 	b.ReportMetric(0, "ns/op")
-	fmt.Printf("attachers cluster of 3: %d computers all attached in %.1f s; %s; %.1f KiB/computer over the three (one node alone: the line above, same run; last measured 65.5)\n",
-		r.n, r.firstAttach.Seconds(), strings.Join(line, "; "), kib(grewAll, int64(r.n)))
+	fmt.Printf("attachers cluster of 3: %d computers all attached in %.1f s; %s; %.1f KiB/computer over the three, %.0f computers per GiB more (one node alone: the line above, same run; last measured 65.5 KiB/computer)\n",
+		r.n, r.firstAttach.Seconds(), strings.Join(line, "; "), kib(grewAll, int64(r.n)), (1<<20)/kib(grewAll, int64(r.n)))
 	led := "none"
 	if len(r.ledByKilled) > 0 {
 		led = strings.Join(r.ledByKilled, ", ")
