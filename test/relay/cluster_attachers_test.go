@@ -106,7 +106,7 @@ type clusterAttachers struct {
 	attached                []int64 // sessions on each node once all were attached
 	firstAttach             time.Duration
 	killed                  int           // the node killed
-	ledByKilled             []string      // the store's streams it led when killed (their writes wait for a new leader)
+	ledByKilled             []string      // the store's streams it led when killed: an attach that reads or writes one waits for its new leader
 	landAgain               time.Duration // from its kill to all of its computers attached again elsewhere
 	rssAfter, attachedAfter []int64       // the survivors' (the killed node's: 0) once they had landed
 }
