@@ -70,8 +70,9 @@ COUNT=1 bench ./relay/relayd 'ClusterUnshareToEnd' 30x
 section "a stream through cua-relay vs direct to the Space, same run, 1280x720, Go receiver, 3 rounds each: first frame from the viewer's first request, glass-to-glass p50/p95; media direct through the relay's HTTPS, and relayed by its TURN (relay-only on both ends, UDP) (targets: TURN adds <= 100 ms to the first frame, <= 5 ms to glass-to-glass p50)"
 COUNT=1 bench ./test/relay 'RelayStreamTURN' 1x
 
-section "idle attached computers per GiB of relay RSS (target >= 10,000): ${CUA_BENCH_ATTACHERS:-10000} simulated Spaces in the test process, the relay in a process of its own, RSS from /proc; then the time from a relay restart to all of them attached again"
-COUNT=1 bench ./test/relay 'RelayIdleAttachers' 1x
+section "idle attached computers per GiB of relay RSS (target >= 10,000 on each node): ${CUA_BENCH_ATTACHERS:-10000} simulated Spaces in the test process (the daemon's redial policy), RSS from /proc; one relay process, then the time from its restart to all of them attached again; beside it, same run, three relay processes clustered on loopback (NATS routes, the mesh key), the Spaces registered through each in turn and given every node's URL: RSS and KiB per computer on each node, then one node killed (SIGKILL) and the time until all of its Spaces are attached again on the other two"
+$GO test -run '^$' -bench 'RelayIdleAttachers|ClusterIdleAttachers' -benchtime 1x -count 1 -timeout 60m ./test/relay 2>&1 \
+	| grep -E '^(attachers |Benchmark|---|FAIL|panic)' || true
 
 section "1920x1080 screenshot of a desktop-like picture in the daemon: scaled to 1280 as JPEG (target median <= 15 ms) and PNG, beside full size (JPEG target <= 25 ms) and the raw captures they start from (Xvfb)"
 bench ./capabilities/desktop 'Screenshot' 1s
