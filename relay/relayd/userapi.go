@@ -3,6 +3,7 @@ package relayd
 import (
 	"context"
 	"encoding/json"
+	"hash/fnv"
 	"io"
 	"net/http"
 	"slices"
@@ -78,7 +79,21 @@ func (s *Server) handleCreateComputer(w http.ResponseWriter, r *http.Request, u 
 	} else {
 		s.audit(store.AuditRegister, c.Name, "registered by "+u.Name)
 	}
-	writeJSON(w, status, relayapi.ComputerToken{Computer: s.computerJSON(r.Context(), c, u.Name), Token: tok, URLs: s.cfg.URLs})
+	writeJSON(w, status, relayapi.ComputerToken{Computer: s.computerJSON(r.Context(), c, u.Name), Token: tok, URLs: spreadURLs(s.cfg.URLs, c.Name)})
+}
+
+// spreadURLs is the cluster's URL list as one computer is given it: turned
+// by a hash of its name, so that the computers of a cluster whose nodes
+// all hand out the same list start on different nodes (and move to
+// different ones when theirs goes), not all on the first.
+func spreadURLs(urls []string, computer string) []string {
+	if len(urls) < 2 {
+		return urls
+	}
+	h := fnv.New32a()
+	h.Write([]byte(computer))
+	k := int(h.Sum32() % uint32(len(urls)))
+	return append(slices.Clone(urls[k:]), urls[:k]...)
 }
 
 func (s *Server) ownComputer(w http.ResponseWriter, r *http.Request, u store.User) (store.Computer, bool) {
