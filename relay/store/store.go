@@ -102,6 +102,10 @@ type Store struct {
 	turnSecret []byte
 
 	cluster     *ClusterOptions // nil: a single node
+	clientToken string          // what in-process connections present (cluster.go)
+	connsMu     sync.Mutex
+	conns       []*nats.Conn // NewConn's, closed with the store
+	closed      bool
 	setupUntil  time.Time       // a cluster node's setup ends by then (setup.go)
 	stopScaling context.CancelFunc
 	scaling     sync.WaitGroup
@@ -162,8 +166,8 @@ func Open(ctx context.Context, dataDir string, log *slog.Logger, o Options) (*St
 			return nil, err
 		}
 	}
-	s := &Store{ns: ns, log: log, now: o.Now, node: o.Node, cluster: o.Cluster}
-	if err := s.open(ctx, clientToken, single); err != nil {
+	s := &Store{ns: ns, log: log, now: o.Now, node: o.Node, cluster: o.Cluster, clientToken: clientToken}
+	if err := s.open(ctx, single); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -237,10 +241,10 @@ func bucketConfigs() []jetstream.KeyValueConfig {
 	}
 }
 
-func (s *Store) open(ctx context.Context, clientToken, single string) error {
-	nc, err := nats.Connect("", nats.InProcessServer(s.ns), nats.Name("cua-relay "+s.node), nats.MaxReconnects(-1), nats.Token(clientToken))
+func (s *Store) open(ctx context.Context, single string) error {
+	nc, err := s.connect("cua-relay " + s.node)
 	if err != nil {
-		return api.Errorf(api.KindEnv, "relay store: connect in process: %w", err)
+		return err
 	}
 	s.nc = nc
 	if s.js, err = jetstream.New(nc); err != nil {
@@ -391,6 +395,12 @@ func (s *Store) Close() error {
 	// its consumer and wait seconds for an answer that the last node of a
 	// cluster, without a quorum, never gets. Closed, the connection ends
 	// the watches at once; their consumers are ephemeral and go with it.
+	s.connsMu.Lock()
+	s.closed = true
+	for _, c := range s.conns {
+		c.Close()
+	}
+	s.connsMu.Unlock()
 	if s.nc != nil {
 		s.nc.Close()
 	}
