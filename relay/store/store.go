@@ -106,7 +106,7 @@ type Store struct {
 	connsMu     sync.Mutex
 	conns       []*nats.Conn // NewConn's, closed with the store
 	closed      bool
-	setupUntil  time.Time       // a cluster node's setup ends by then (setup.go)
+	setupUntil  time.Time // a cluster node's setup ends by then (setup.go)
 	stopScaling context.CancelFunc
 	scaling     sync.WaitGroup
 }
