@@ -23,6 +23,7 @@ import (
 	"github.com/trycua/cua-spacesd/internal/tlstest"
 	"github.com/trycua/cua-spacesd/relay/relayapi"
 	"github.com/trycua/cua-spacesd/relay/relayd"
+	"github.com/trycua/cua-spacesd/relay/store"
 	"github.com/trycua/cua-spacesd/relay/turnsvc"
 )
 
@@ -43,6 +44,10 @@ type relayProcessConfig struct {
 	TURNHost    string `json:"turn_host,omitempty"`
 	TURNPort    int    `json:"turn_port,omitempty"`
 	TURNRelayIP string `json:"turn_relay_ip,omitempty"`
+	// Node names the node (default "bench").
+	Node string `json:"node,omitempty"`
+	// Cluster, when set, makes the process one node of a cluster.
+	Cluster *store.ClusterOptions `json:"cluster,omitempty"`
 }
 
 // turn is the TURN server's options of c, nil for none.
@@ -79,8 +84,11 @@ func runRelayProcess(cfg string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	r, err := relayd.Start(ctx, ln, relayd.Options{DataDir: c.DataDir, Node: "bench", TLS: relayd.TLSConfig(cert), Logger: log, Version: "bench",
-		URLs: c.URLs, TURN: c.turn()})
+	if c.Node == "" {
+		c.Node = "bench"
+	}
+	r, err := relayd.Start(ctx, ln, relayd.Options{DataDir: c.DataDir, Node: c.Node, TLS: relayd.TLSConfig(cert), Logger: log, Version: "bench",
+		URLs: c.URLs, TURN: c.turn(), Cluster: c.Cluster})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -103,6 +111,16 @@ type relayProcess struct {
 // startRelayProcess starts a relay process, in ns (nil: the test's own
 // network).
 func startRelayProcess(b testing.TB, cfg relayProcessConfig, ns *netns) *relayProcess {
+	b.Helper()
+	p, ready := spawnRelayProcess(b, cfg, ns)
+	p.waitReady(b, ready)
+	return p
+}
+
+// spawnRelayProcess starts a relay process without waiting for it: ready
+// says whether it started (a cluster's nodes are started together, each
+// waiting for a quorum).
+func spawnRelayProcess(b testing.TB, cfg relayProcessConfig, ns *netns) (*relayProcess, <-chan bool) {
 	b.Helper()
 	raw, _ := json.Marshal(cfg)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -128,17 +146,29 @@ func startRelayProcess(b testing.TB, cfg relayProcessConfig, ns *netns) *relayPr
 		}
 		p.done <- cmd.Wait()
 	}()
+	b.Cleanup(func() { p.stop(b) })
+	return p, ready
+}
+
+// waitReady waits for a spawned process's ready line.
+func (p *relayProcess) waitReady(b testing.TB, ready <-chan bool) {
+	b.Helper()
 	select {
 	case ok := <-ready:
 		if !ok {
 			b.Fatal("the relay process did not start")
 		}
 	case <-time.After(waitTimeout):
-		_ = cmd.Process.Kill()
+		_ = p.cmd.Process.Kill()
 		b.Fatal("the relay process did not start in time")
 	}
-	b.Cleanup(func() { p.stop(b) })
-	return p
+}
+
+// kill ends the process with SIGKILL (a crash: no go-away, no stream
+// leadership handed over), and waits for it.
+func (p *relayProcess) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
 }
 
 // stop ends the relay as SIGTERM does, and waits for it.
