@@ -50,6 +50,12 @@ func (w importWait) Error() string {
 // try runs a setup step: once, bounded by opTimeout, on a single node; in
 // a cluster, in tries (see above) until s.setupUntil.
 func (s *Store) try(ctx context.Context, what string, step func(context.Context) error) error {
+	return s.tryEach(ctx, what, clusterTry, step)
+}
+
+// tryEach is try with each try bounded by per (a step that reads a whole
+// bucket needs more than clusterTry on a big one).
+func (s *Store) tryEach(ctx context.Context, what string, per time.Duration, step func(context.Context) error) error {
 	if s.cluster == nil {
 		octx, cancel := opContext(ctx)
 		defer cancel()
@@ -61,7 +67,7 @@ func (s *Store) try(ctx context.Context, what string, step func(context.Context)
 	}
 	start, said := time.Now(), time.Now()
 	for tries := 1; ; tries++ {
-		tctx, cancel := context.WithTimeout(ctx, clusterTry)
+		tctx, cancel := context.WithTimeout(ctx, per)
 		err := step(tctx)
 		cancel()
 		if err == nil {

@@ -279,7 +279,8 @@ func (s *Store) open(ctx context.Context, single string) error {
 		to **mirror
 		kv jetstream.KeyValue
 	}{{&s.tokenMirror, s.tokens}, {&s.userMirror, s.users}, {&s.computerMirror, s.computers}} {
-		err := s.try(ctx, "follow "+m.kv.Bucket(), func(ctx context.Context) error {
+		// Each try reads the whole bucket: opTimeout, as a single node's.
+		err := s.tryEach(ctx, "follow "+m.kv.Bucket(), opTimeout, func(ctx context.Context) error {
 			var err error
 			*m.to, err = newMirror(ctx, m.kv)
 			return err
