@@ -126,3 +126,65 @@ func reportQuantiles(b *testing.B, ds []time.Duration) {
 	b.ReportMetric(float64(ds[len(ds)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(ds[len(ds)*99/100].Microseconds()), "p99-µs")
 }
+
+// A store read on node a (a user by name: two bucket gets, answered by
+// the streams' leaders, wherever they are) while nothing else runs, and
+// while 256 MiB downloads run one after the other from the Space on b
+// through a: what the trunks' bytes cost the store's requests on the
+// same node.
+func BenchmarkClusterStoreReadDuringDownload(b *testing.B) {
+	const size = 256 << 20
+	f := newClusterFixture(b)
+	read := func() time.Duration {
+		start := time.Now()
+		if _, err := f.a.Store.UserByName(b.Context(), "ann"); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	b.Run("idle", func(b *testing.B) {
+		ds := make([]time.Duration, 0, b.N)
+		for range b.N {
+			ds = append(ds, read())
+			time.Sleep(5 * time.Millisecond)
+		}
+		reportQuantiles(b, ds)
+	})
+	b.Run("during-256MiB-download", func(b *testing.B) {
+		stop, done := make(chan struct{}), make(chan error, 1)
+		go func() {
+			for {
+				select {
+				case <-stop:
+					done <- nil
+					return
+				default:
+				}
+				req, _ := http.NewRequest(http.MethodGet, f.a.url("/c/pc"+api.PathFileContent+"?path=/x&size="+fmt.Sprint(size)), nil)
+				req.Header.Set("Authorization", "Bearer "+f.ann)
+				resp, err := f.a.client().Do(req)
+				if err != nil {
+					done <- err
+					return
+				}
+				n, err := io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if err != nil || n != size {
+					done <- fmt.Errorf("%d bytes, %v", n, err)
+					return
+				}
+			}
+		}()
+		time.Sleep(200 * time.Millisecond) // the download under way
+		ds := make([]time.Duration, 0, b.N)
+		for range b.N {
+			ds = append(ds, read())
+			time.Sleep(5 * time.Millisecond)
+		}
+		close(stop)
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		reportQuantiles(b, ds)
+	})
+}

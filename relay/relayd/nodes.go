@@ -42,11 +42,18 @@ func (s *Server) startMesh() error {
 	if !s.cfg.Store.Clustered() {
 		return nil
 	}
+	// The trunks' own connection (Store.NewConn): their bytes do not
+	// queue the store's requests.
+	nc, err := s.cfg.Store.NewConn("mesh")
+	if err != nil {
+		return err
+	}
 	m, err := mesh.New(mesh.Options{
-		Conn: s.cfg.Store.Conn(), Node: s.cfg.Node, Logger: s.log,
+		Conn: nc, Node: s.cfg.Node, Logger: s.log,
 		Accept: s.acceptTrunk, Notice: s.onNotice, Presence: s.presence,
 	})
 	if err != nil {
+		nc.Close()
 		return err
 	}
 	s.mu.Lock()

@@ -70,10 +70,35 @@ const (
 	quorumLogEvery = 10 * time.Second
 )
 
-// Conn is the store's in-process connection to the embedded server. In a
-// cluster it reaches every node's subscribers through the routes: the
-// relay's node-to-node messages travel on it. The caller must not close it.
-func (s *Store) Conn() *nats.Conn { return s.nc }
+// NewConn opens another in-process connection to the embedded server,
+// named name. In a cluster it reaches every node's subscribers through
+// the routes: the relay's node-to-node trunks travel on one of their own,
+// so that a big download does not sit in the store's connection, ahead of
+// its requests (its write buffer, its in-process pipe, the server's queue
+// to it). The store closes it on Close; the caller may close it before.
+func (s *Store) NewConn(name string) (*nats.Conn, error) {
+	nc, err := s.connect("cua-relay " + s.node + " " + name)
+	if err != nil {
+		return nil, err
+	}
+	s.connsMu.Lock()
+	defer s.connsMu.Unlock()
+	if s.closed {
+		nc.Close()
+		return nil, api.Errorf(api.KindEnv, "relay store: closed")
+	}
+	s.conns = append(s.conns, nc)
+	return nc, nil
+}
+
+// connect opens an in-process connection, presenting the client token.
+func (s *Store) connect(name string) (*nats.Conn, error) {
+	nc, err := nats.Connect("", nats.InProcessServer(s.ns), nats.Name(name), nats.MaxReconnects(-1), nats.Token(s.clientToken))
+	if err != nil {
+		return nil, api.Errorf(api.KindEnv, "relay store: connect in process: %w", err)
+	}
+	return nc, nil
+}
 
 // Node is this relay node's name (the NATS server name, unique per node
 // in a cluster).

@@ -217,33 +217,15 @@ func copyAudit(ctx context.Context, from, to jetstream.JetStream, idPrefix strin
 	return n, nil
 }
 
-// awaitImport answers key's entry once a node importing a single node's
-// data wrote it, or ErrKeyNotFound at once when no node is importing.
-func (s *Store) awaitImport(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
-	said := time.Time{}
-	for {
-		m, err := s.nc.RequestWithContext(ctx, subjectImportPending, nil)
-		if isNoResponders(err) {
-			return s.meta.Get(ctx, key)
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if time.Since(said) >= quorumLogEvery {
-			from := "?"
-			if m != nil {
-				from = string(m.Data)
-			}
-			s.log.Info("relay cluster: waiting for a node to bring its data (and the relay's keys) into the cluster", "node", from)
-			said = time.Now()
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-		if e, err := s.meta.Get(ctx, key); err == nil {
-			return e, nil
-		}
+// importPending answers whether a node of the cluster is bringing a
+// single node's data in (it answers subjectImportPending), and which.
+func (s *Store) importPending(ctx context.Context) (string, bool, error) {
+	m, err := s.nc.RequestWithContext(ctx, subjectImportPending, nil)
+	if isNoResponders(err) {
+		return "", false, nil
 	}
+	if err != nil {
+		return "", false, err
+	}
+	return string(m.Data), true, nil
 }

@@ -12,8 +12,6 @@ package store
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/rand"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -66,10 +64,6 @@ const (
 	// AuditMaxAge and AuditMaxBytes bound the audit stream.
 	AuditMaxAge   = 90 * 24 * time.Hour
 	AuditMaxBytes = 256 << 20
-	// clusterTry bounds one try of a cluster node's setup: a few dozen
-	// requests that take milliseconds, unless one was sent about a
-	// stream still electing its leader, which JetStream never answers.
-	clusterTry = 2 * time.Second
 	// startTimeout bounds the embedded server's start.
 	startTimeout = 30 * time.Second
 	// opTimeout bounds one store operation when the caller's context has
@@ -108,6 +102,11 @@ type Store struct {
 	turnSecret []byte
 
 	cluster     *ClusterOptions // nil: a single node
+	clientToken string          // what in-process connections present (cluster.go)
+	connsMu     sync.Mutex
+	conns       []*nats.Conn // NewConn's, closed with the store
+	closed      bool
+	setupUntil  time.Time // a cluster node's setup ends by then (setup.go)
 	stopScaling context.CancelFunc
 	scaling     sync.WaitGroup
 }
@@ -167,8 +166,8 @@ func Open(ctx context.Context, dataDir string, log *slog.Logger, o Options) (*St
 			return nil, err
 		}
 	}
-	s := &Store{ns: ns, log: log, now: o.Now, node: o.Node, cluster: o.Cluster}
-	if err := s.open(ctx, clientToken, single); err != nil {
+	s := &Store{ns: ns, log: log, now: o.Now, node: o.Node, cluster: o.Cluster, clientToken: clientToken}
+	if err := s.open(ctx, single); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -242,10 +241,10 @@ func bucketConfigs() []jetstream.KeyValueConfig {
 	}
 }
 
-func (s *Store) open(ctx context.Context, clientToken, single string) error {
-	nc, err := nats.Connect("", nats.InProcessServer(s.ns), nats.Name("cua-relay "+s.node), nats.MaxReconnects(-1), nats.Token(clientToken))
+func (s *Store) open(ctx context.Context, single string) error {
+	nc, err := s.connect("cua-relay " + s.node)
 	if err != nil {
-		return api.Errorf(api.KindEnv, "relay store: connect in process: %w", err)
+		return err
 	}
 	s.nc = nc
 	if s.js, err = jetstream.New(nc); err != nil {
@@ -263,21 +262,29 @@ func (s *Store) open(ctx context.Context, clientToken, single string) error {
 	if err := s.waitJetStream(ctx); err != nil {
 		return err
 	}
-	if err := s.makeStreams(ctx); err != nil {
+	s.setupUntil = time.Now().Add(clusterSetupBudget)
+	// From the quorum on, the setup is bounded (setup.go): a start either
+	// ends with every node on the same streams and secrets, or fails
+	// within clusterSetupBudget saying which step did not get done.
+	if err := s.try(ctx, "make the buckets", s.makeStreams); err != nil {
 		return err
 	}
 	if single != "" {
 		if err := s.importSingle(ctx, single); err != nil {
 			return err
 		}
+		s.setupUntil = time.Now().Add(clusterSetupBudget) // the import took its own time
 	}
 	for _, m := range []struct {
 		to **mirror
 		kv jetstream.KeyValue
 	}{{&s.tokenMirror, s.tokens}, {&s.userMirror, s.users}, {&s.computerMirror, s.computers}} {
-		mctx, cancel := opContext(ctx)
-		*m.to, err = newMirror(mctx, m.kv)
-		cancel()
+		// Each try reads the whole bucket: opTimeout, as a single node's.
+		err := s.tryEach(ctx, "follow "+m.kv.Bucket(), opTimeout, func(ctx context.Context) error {
+			var err error
+			*m.to, err = newMirror(ctx, m.kv)
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -297,43 +304,23 @@ func (s *Store) open(ctx context.Context, clientToken, single string) error {
 // the replicas the cluster calls for, never fewer than they have. In a
 // cluster only the JetStream metadata leader does: nats-server answers
 // only one of several creates of a stream at once (the others wait for
-// nothing), so the other nodes wait for the streams to be there.
-//
-// A single node's is one store operation (opContext); a cluster node's
-// tries again until ctx ends, each try bounded by clusterTry (after a
-// restart, the streams elect their leaders one by one, in seconds).
+// nothing), so the other nodes wait for the streams to be there. It is
+// one try (see try): after a restart the streams elect their leaders one
+// by one, in seconds.
 func (s *Store) makeStreams(ctx context.Context) error {
 	if s.cluster == nil {
-		ctx, cancel := opContext(ctx)
-		defer cancel()
 		return s.createStreams(ctx)
 	}
-	for {
-		// The leader makes and settles them; every node, the leader too,
-		// binds them once settled (bindStreams checks it on a fresh info:
-		// a handle bound from an info read before the settle would keep
-		// direct gets).
-		tctx, cancel := context.WithTimeout(ctx, clusterTry)
-		var err error
-		if s.ns.JetStreamIsLeader() {
-			err = s.createClusterStreams(tctx)
-		}
-		if err == nil {
-			err = s.bindStreams(tctx)
-		}
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return api.Errorf(api.KindEnv, "relay store: make the buckets: %w", err)
-		}
-		s.log.Debug("relay cluster: buckets not there yet", "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
+	// The leader makes and settles them; every node, the leader too,
+	// binds them once settled (bindStreams checks it on a fresh info: a
+	// handle bound from an info read before the settle would keep direct
+	// gets).
+	if s.ns.JetStreamIsLeader() {
+		if err := s.createClusterStreams(ctx); err != nil {
+			return err
 		}
 	}
+	return s.bindStreams(ctx)
 }
 
 func (s *Store) createStreams(ctx context.Context) error {
@@ -389,34 +376,6 @@ func (s *Store) kvFields() []*jetstream.KeyValue {
 	return []*jetstream.KeyValue{&s.users, &s.userNames, &s.tokens, &s.retired, &s.computers, &s.meta, &s.teams, &s.userTeams, &s.shares}
 }
 
-// loadSecret reads the random value of key in the meta bucket, or makes it
-// on the first start. Create (not Put) makes the first writer win: two
-// nodes starting at once end up with one value (one grant key, which every
-// Space pins; one TURN secret, which every node checks credentials with).
-func (s *Store) loadSecret(ctx context.Context, key, what string, size int) ([]byte, error) {
-	e, err := s.meta.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) && s.cluster != nil {
-		// A node may be bringing a single node's data, these secrets
-		// included, into the cluster: wait for them, never make others.
-		e, err = s.awaitImport(ctx, key)
-	}
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		b := make([]byte, size)
-		rand.Read(b)
-		if _, err := s.meta.Create(ctx, key, b); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-			return nil, api.Errorf(api.KindEnv, "relay store: save %s: %w", what, err)
-		}
-		e, err = s.meta.Get(ctx, key)
-	}
-	if err != nil {
-		return nil, api.Errorf(api.KindEnv, "relay store: read %s: %w", what, err)
-	}
-	if len(e.Value()) != size {
-		return nil, api.Errorf(api.KindEnv, "relay store: %s is %d bytes, want %d: the data dir is damaged", what, len(e.Value()), size)
-	}
-	return e.Value(), nil
-}
-
 // GrantKey is the relay's Ed25519 key that signs grants; it survives a
 // restart (Spaces pinned its public half).
 func (s *Store) GrantKey() ed25519.PrivateKey { return s.grantKey }
@@ -437,6 +396,12 @@ func (s *Store) Close() error {
 	// its consumer and wait seconds for an answer that the last node of a
 	// cluster, without a quorum, never gets. Closed, the connection ends
 	// the watches at once; their consumers are ephemeral and go with it.
+	s.connsMu.Lock()
+	s.closed = true
+	for _, c := range s.conns {
+		c.Close()
+	}
+	s.connsMu.Unlock()
 	if s.nc != nil {
 		s.nc.Close()
 	}

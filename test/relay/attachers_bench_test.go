@@ -44,9 +44,9 @@ type relayProcessConfig struct {
 	TURNHost    string `json:"turn_host,omitempty"`
 	TURNPort    int    `json:"turn_port,omitempty"`
 	TURNRelayIP string `json:"turn_relay_ip,omitempty"`
-	// Node names the node (default "bench"); Cluster, when set, makes it
-	// one node of a cluster (its TLS is left nil: routes on loopback).
-	Node    string                `json:"node,omitempty"`
+	// Node names the node (default "bench").
+	Node string `json:"node,omitempty"`
+	// Cluster, when set, makes the process one node of a cluster.
 	Cluster *store.ClusterOptions `json:"cluster,omitempty"`
 }
 
@@ -84,11 +84,10 @@ func runRelayProcess(cfg string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	node := c.Node
-	if node == "" {
-		node = "bench"
+	if c.Node == "" {
+		c.Node = "bench"
 	}
-	r, err := relayd.Start(ctx, ln, relayd.Options{DataDir: c.DataDir, Node: node, TLS: relayd.TLSConfig(cert), Logger: log, Version: "bench",
+	r, err := relayd.Start(ctx, ln, relayd.Options{DataDir: c.DataDir, Node: c.Node, TLS: relayd.TLSConfig(cert), Logger: log, Version: "bench",
 		URLs: c.URLs, TURN: c.turn(), Cluster: c.Cluster})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -122,47 +121,68 @@ func startRelayProcess(b testing.TB, cfg relayProcessConfig, ns *netns) *relayPr
 func startRelayProcesses(b testing.TB, cfgs []relayProcessConfig, ns *netns) []*relayProcess {
 	b.Helper()
 	procs := make([]*relayProcess, len(cfgs))
-	ready := make([]chan bool, len(cfgs))
+	ready := make([]<-chan bool, len(cfgs))
 	for i, cfg := range cfgs {
-		raw, _ := json.Marshal(cfg)
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		if ns != nil {
-			cmd = ns.command(os.Args[0], "-test.run=^$")
-		}
-		cmd.Env = append(os.Environ(), envRelay+"="+string(raw))
-		cmd.Stderr = os.Stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		p := &relayProcess{cmd: cmd, done: make(chan error, 1)}
-		procs[i], ready[i] = p, make(chan bool, 1)
-		b.Cleanup(func() { p.stop(b) })
-		go func() {
-			sc := bufio.NewScanner(out)
-			ok := sc.Scan() && sc.Text() == "ready"
-			ready[i] <- ok
-			for sc.Scan() {
-			}
-			p.done <- cmd.Wait()
-		}()
+		procs[i], ready[i] = spawnRelayProcess(b, cfg, ns)
 	}
-	deadline := time.After(waitTimeout)
 	for i, p := range procs {
-		select {
-		case ok := <-ready[i]:
-			if !ok {
-				b.Fatalf("relay process %d of %d did not start", i+1, len(procs))
-			}
-		case <-deadline:
-			_ = p.cmd.Process.Kill()
-			b.Fatalf("relay process %d of %d did not start in time", i+1, len(procs))
-		}
+		p.waitReady(b, ready[i])
 	}
 	return procs
+}
+
+// spawnRelayProcess starts a relay process without waiting for it: ready
+// says whether it started (a cluster's nodes are started together, each
+// waiting for a quorum).
+func spawnRelayProcess(b testing.TB, cfg relayProcessConfig, ns *netns) (*relayProcess, <-chan bool) {
+	b.Helper()
+	raw, _ := json.Marshal(cfg)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if ns != nil {
+		cmd = ns.command(os.Args[0], "-test.run=^$")
+	}
+	cmd.Env = append(os.Environ(), envRelay+"="+string(raw))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	p := &relayProcess{cmd: cmd, done: make(chan error, 1)}
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		ok := sc.Scan() && sc.Text() == "ready"
+		ready <- ok
+		for sc.Scan() {
+		}
+		p.done <- cmd.Wait()
+	}()
+	b.Cleanup(func() { p.stop(b) })
+	return p, ready
+}
+
+// waitReady waits for a spawned process's ready line.
+func (p *relayProcess) waitReady(b testing.TB, ready <-chan bool) {
+	b.Helper()
+	select {
+	case ok := <-ready:
+		if !ok {
+			b.Fatal("the relay process did not start")
+		}
+	case <-time.After(waitTimeout):
+		_ = p.cmd.Process.Kill()
+		b.Fatal("the relay process did not start in time")
+	}
+}
+
+// kill ends the process with SIGKILL (a crash: no go-away, no stream
+// leadership handed over), and waits for it.
+func (p *relayProcess) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
 }
 
 // stop ends the relay as SIGTERM does, and waits for it.

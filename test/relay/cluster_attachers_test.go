@@ -92,13 +92,6 @@ func (c *attacherCluster) clients(tb testing.TB, user string) []*relayapi.Client
 	return out
 }
 
-// kill ends the relay process at once (SIGKILL: no go_away, no goodbye to
-// the cluster), and waits for it.
-func (p *relayProcess) kill() {
-	_ = p.cmd.Process.Kill()
-	<-p.done
-}
-
 // clusterAttachers is what one run of the scenario measured.
 type clusterAttachers struct {
 	n                       int
