@@ -17,8 +17,9 @@ import (
 // mirror as the watch delivers it (milliseconds): that long, a removed
 // user's token or a removed computer may still be seen by a relayed
 // request on another node; this node's own removals are forgotten at once
-// (forget). Paths where that matters more (a computer token at attach,
-// whose record a rotation just replaced) read the bucket itself.
+// (forget). A computer token the mirrors refuse at attach is read again
+// from the buckets themselves (a rotation just replaced its record:
+// ComputerByToken).
 type mirror struct {
 	kv     jetstream.KeyValue
 	w      jetstream.KeyWatcher
