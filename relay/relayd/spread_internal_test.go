@@ -6,27 +6,38 @@ import (
 	"testing"
 )
 
-// Each computer gets every URL of the cluster, in the list's own order
-// turned to start at a node of its own, and the computers spread over the
-// nodes.
+// Each computer gets every URL of the cluster, always in the same order;
+// the computers spread over the nodes first, and those of one node spread
+// over the others next (a dead node's computers do not all go to one).
 func TestSpreadURLs(t *testing.T) {
 	urls := []string{"wss://a", "wss://b", "wss://c"}
 	first := map[string]int{}
-	for i := range 300 {
+	second := map[string]map[string]int{}
+	for i := range 600 {
 		name := fmt.Sprintf("box-%d", i)
 		got := spreadURLs(urls, name)
 		if !slices.Equal(got, spreadURLs(urls, name)) {
-			t.Fatalf("%s: not the same list twice", name)
+			t.Fatalf("%s: not the same order twice", name)
 		}
-		k := slices.Index(urls, got[0])
-		if want := append(slices.Clone(urls[k:]), urls[:k]...); !slices.Equal(got, want) {
-			t.Fatalf("%s: %v is not the list turned", name, got)
+		sorted := slices.Clone(got)
+		slices.Sort(sorted)
+		if !slices.Equal(sorted, urls) {
+			t.Fatalf("%s: %v is not the cluster's URLs", name, got)
 		}
 		first[got[0]]++
+		if second[got[0]] == nil {
+			second[got[0]] = map[string]int{}
+		}
+		second[got[0]][got[1]]++
 	}
 	for _, u := range urls {
-		if first[u] < 50 {
-			t.Errorf("%s first for %d of 300 computers: %v", u, first[u], first)
+		if first[u] < 120 {
+			t.Errorf("%s first for %d of 600 computers: %v", u, first[u], first)
+		}
+		for _, v := range urls {
+			if v != u && second[u][v] < first[u]/4 {
+				t.Errorf("of %d computers first on %s, %d go on to %s: %v", first[u], u, second[u][v], v, second[u])
+			}
 		}
 	}
 	if got := spreadURLs(urls[:1], "x"); !slices.Equal(got, urls[:1]) {

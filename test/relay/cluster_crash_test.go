@@ -84,16 +84,16 @@ func startClusterProcesses(t *testing.T, urlOrder []string) ([]*clusterProcess, 
 	return nodes, caFile
 }
 
-// TestClusterNodeCrash: three cua-relay processes; a Space attached to
-// node b (first in the list every node hands out, which the relay gives
-// "box" unturned: relayd's spreadURLs); b is killed with SIGKILL (no
-// go-away, no stream leadership handed over). a and c add a user and read shares again, and the Space lands on a or c (the
-// other URLs) and answers its owner through the other one, each within
+// TestClusterNodeCrash: three cua-relay processes; the node the Space
+// attached to (the first of the order the relay gives its computer) is
+// killed with SIGKILL (no go-away, no stream leadership handed over). The
+// other two add a user and read shares again, and the Space lands on one
+// of them and answers its owner through the other, each within
 // crashBound; the test logs how long each took.
 func TestClusterNodeCrash(t *testing.T) {
 	nodes, caFile := startClusterProcesses(t, []string{"b", "a", "c"})
-	a, b, c := nodes[0], nodes[1], nodes[2]
 	ctx := t.Context()
+	a := nodes[1]
 	if _, err := a.admin().CreateUser(ctx, "alice", ""); err != nil {
 		t.Fatal(err)
 	}
@@ -108,8 +108,21 @@ func TestClusterNodeCrash(t *testing.T) {
 		t.Fatalf("relay_register_space: %+v, want online", r)
 	}
 	first := s.waitConnected(t, 0)
-	if first.Node != "b" || len(first.URLs) != 3 {
-		t.Fatalf("the Space is on %q with URLs %v, want b and three URLs", first.Node, first.URLs)
+	if len(first.URLs) != 3 {
+		t.Fatalf("the Space is on %q with URLs %v, want three URLs", first.Node, first.URLs)
+	}
+	// b is the Space's node, a and c the others (whichever they are).
+	var b *clusterProcess
+	var survivors []*clusterProcess
+	for _, n := range nodes {
+		if n.name == first.Node {
+			b = n
+		} else {
+			survivors = append(survivors, n)
+		}
+	}
+	if b == nil || len(survivors) != 2 {
+		t.Fatalf("the Space is on %q, not one of the three nodes", first.Node)
 	}
 	web := webClient(t, caFile)
 	shares := func(n *clusterProcess) error {
@@ -135,22 +148,23 @@ func TestClusterNodeCrash(t *testing.T) {
 
 	b.p.kill()
 	crashed := time.Now()
+	a, c := survivors[0], survivors[1]
 	within := func(what string, cond func() error) time.Duration {
 		t.Helper()
 		for {
 			err := cond()
 			if err == nil {
 				d := time.Since(crashed)
-				t.Logf("%s: %s after b's SIGKILL", what, d.Round(time.Millisecond))
+				t.Logf("%s: %s after %s's SIGKILL", what, d.Round(time.Millisecond), b.name)
 				return d
 			}
 			if time.Since(crashed) > crashBound {
-				t.Fatalf("%s: not within %s of b's SIGKILL: %v", what, crashBound, err)
+				t.Fatalf("%s: not within %s of %s's SIGKILL: %v", what, crashBound, b.name, err)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	within("a user added on a", func() error {
+	within("a user added on "+a.name, func() error {
 		actx, cancel := context.WithTimeout(ctx, tryBound)
 		defer cancel()
 		_, err := a.admin().CreateUser(actx, "bob", "")
@@ -162,7 +176,7 @@ func TestClusterNodeCrash(t *testing.T) {
 		}
 		return err
 	})
-	within("bob read on c", func() error {
+	within("bob read on "+c.name, func() error {
 		actx, cancel := context.WithTimeout(ctx, tryBound)
 		defer cancel()
 		us, err := c.admin().Users(actx)
@@ -171,7 +185,7 @@ func TestClusterNodeCrash(t *testing.T) {
 		}
 		return err
 	})
-	within("shares read through a and c", func() error {
+	within("shares read through "+a.name+" and "+c.name, func() error {
 		if err := shares(a); err != nil {
 			return err
 		}
@@ -183,7 +197,7 @@ func TestClusterNodeCrash(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if st.Node == "b" || st.Node == "" || !st.Connected || st.ConnectedSinceMS == first.ConnectedSinceMS {
+		if st.Node == b.name || st.Node == "" || !st.Connected || st.ConnectedSinceMS == first.ConnectedSinceMS {
 			return fmt.Errorf("the Space: node %q, connected %v", st.Node, st.Connected)
 		}
 		landed = st.Node
@@ -191,7 +205,7 @@ func TestClusterNodeCrash(t *testing.T) {
 	})
 	// Through the node the Space did not land on: the cross-node hop too.
 	other := a
-	if landed == "a" {
+	if landed == a.name {
 		other = c
 	}
 	aliceOnOther := newBridgeAt(t, other.url(), caFile, token)

@@ -150,6 +150,23 @@ func (ns *nodes) user(name string) string {
 
 // spaceOn is a Space registered through owner's bridge (logged in to
 // one node): the relay hands it every node's URL; it is attached.
+// homeAndOther answers the node of two that st's session is on, and the
+// other one.
+func (ns *nodes) homeAndOther(t testing.TB, st api.RelayStatus) (home, other *node) {
+	t.Helper()
+	if len(ns.nodes) != 2 {
+		t.Fatalf("homeAndOther: %d nodes, want 2", len(ns.nodes))
+	}
+	switch st.Node {
+	case ns.nodes[0].name:
+		return ns.nodes[0], ns.nodes[1]
+	case ns.nodes[1].name:
+		return ns.nodes[1], ns.nodes[0]
+	}
+	t.Fatalf("the Space is on %q, neither node", st.Node)
+	return nil, nil
+}
+
 func (ns *nodes) spaceOn(t testing.TB, owner *bridge) (*space, api.RelayStatus) {
 	t.Helper()
 	s := startSpace(t, "")

@@ -29,17 +29,13 @@ func movedTo(t *testing.T, s *space, first api.RelayStatus, n *node) api.RelaySt
 }
 
 // A node dies (every connection cut, its port closed, no go_away): the
-// Space dials the next URL the relay gave it, lands on the other node,
+// Space (on whichever node its URL order put it) dials the next URL, lands on the other node,
 // and its owner's exec through that node works.
 func TestNodeDiesSpaceMovesOn(t *testing.T) {
 	ns := startNodes(t, 2)
-	n1, n2 := ns.nodes[0], ns.nodes[1]
 	token := ns.user("alice")
-	alice1 := newBridgeAt(t, n1.url(), ns.caFile, token)
-	s, first := ns.spaceOn(t, alice1)
-	if first.Node != n1.name {
-		t.Fatalf("the Space attached to %s first, want %s (the first URL)", first.Node, n1.name)
-	}
+	s, first := ns.spaceOn(t, newBridgeAt(t, ns.nodes[0].url(), ns.caFile, token))
+	n1, n2 := ns.homeAndOther(t, first)
 	n1.kill()
 	movedTo(t, s, first, n2)
 	alice2 := newBridgeAt(t, n2.url(), ns.caFile, token)
@@ -55,10 +51,12 @@ func TestNodeDiesSpaceMovesOn(t *testing.T) {
 // owner's exec through node 2 works.
 func TestDrainMovesSpaceToAnotherNode(t *testing.T) {
 	ns := startNodes(t, 2)
-	n1, n2 := ns.nodes[0], ns.nodes[1]
 	token := ns.user("alice")
+	s, first := ns.spaceOn(t, newBridgeAt(t, ns.nodes[0].url(), ns.caFile, token))
+	// n1 is the node the Space attached to (the relay orders each
+	// computer's URLs its own way), n2 the other.
+	n1, n2 := ns.homeAndOther(t, first)
 	alice1 := newBridgeAt(t, n1.url(), ns.caFile, token)
-	s, first := ns.spaceOn(t, alice1)
 
 	// An exec in flight through node 1: it has started when its file is
 	// there, and ends when the test removes the file.
@@ -137,18 +135,19 @@ func BenchmarkRedialToAnotherNode(b *testing.B) {
 				ns := startNodes(b, 2)
 				alice := newBridgeAt(b, ns.nodes[0].url(), ns.caFile, ns.user("alice"))
 				s, first := ns.spaceOn(b, alice)
+				home, other := ns.homeAndOther(b, first)
 				b.StartTimer()
 				start := time.Now()
 				if how == "node-dies" {
-					ns.nodes[0].kill()
+					home.kill()
 				} else {
 					go func() {
-						_, _ = ns.nodes[0].admin().Drain(context.Background(), relayapi.DrainRequest{RetryAfterMS: 100, GraceMS: 5000})
+						_, _ = home.admin().Drain(context.Background(), relayapi.DrainRequest{RetryAfterMS: 100, GraceMS: 5000})
 					}()
 				}
 				for {
 					st, err := s.d.RelayStatus(context.Background())
-					if err == nil && st.Connected && st.ConnectedSinceMS > first.ConnectedSinceMS && st.Node == ns.nodes[1].name {
+					if err == nil && st.Connected && st.ConnectedSinceMS > first.ConnectedSinceMS && st.Node == other.name {
 						break
 					}
 					if time.Since(start) > waitTimeout {
