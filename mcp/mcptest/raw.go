@@ -2,6 +2,7 @@ package mcptest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -15,24 +16,37 @@ import (
 // and answers the status, the session id answered and the body.
 func Post(t *testing.T, endpoint, token, sid string, body []byte) (int, string, []byte) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, endpoint, bytes.NewReader(body))
+	status, id, data, err := PostWith(t.Context(), http.DefaultClient, endpoint, token, sid, body)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return status, id, data
+}
+
+// PostWith is Post through hc (a relayed or TLS client, say), with no
+// Authorization when token is "", answering its error rather than failing
+// the test (for a call made off the test's goroutine).
+func PostWith(ctx context.Context, hc *http.Client, endpoint, token, sid string, body []byte) (int, string, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	if err != nil {
+		return 0, "", nil, err
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	if sid != "" {
 		req.Header.Set("Mcp-Session-Id", sid)
 		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, "", nil, err
 	}
 	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), data
+	data, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), data, err
 }
 
 // RawCall calls tool with args in session sid and answers the result's

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -19,7 +18,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/trycua/cua-spacesd/api"
-	"github.com/trycua/cua-spacesd/mcp/mcpserve"
 	"github.com/trycua/cua-spacesd/mcp/mcptest"
 	"github.com/trycua/cua-spacesd/spacesd/server"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
@@ -101,23 +99,7 @@ func TestRelayedCallerUsesBuiltinTools(t *testing.T) {
 // rawPost sends one JSON-RPC message to /mcp as hc's caller, in session
 // sid ("" for none) of the 2025-06-18 revision, which has sessions.
 func rawPost(ctx context.Context, hc *http.Client, sid, body string) (int, string, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, relayedURL+api.PathMCP, strings.NewReader(body))
-	if err != nil {
-		return 0, "", nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if sid != "" {
-		req.Header.Set(mcpserve.SessionHeader, sid)
-		req.Header.Set(mcpserve.VersionHeader, "2025-06-18")
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, "", nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header.Get(mcpserve.SessionHeader), b, err
+	return mcptest.PostWith(ctx, hc, relayedURL+api.PathMCP, "", sid, []byte(body))
 }
 
 // rawSession opens a 2025-06-18 session as hc's caller.

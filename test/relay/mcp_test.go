@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/trycua/cua-spacesd/api"
-	"github.com/trycua/cua-spacesd/mcp/mcpserve"
 	"github.com/trycua/cua-spacesd/mcp/mcptest"
 )
 
@@ -51,23 +49,7 @@ func spaceMCP(ctx context.Context, hc *http.Client, endpoint string) (*sdk.Clien
 // mcpPost sends one JSON-RPC message to endpoint in a 2025-06-18 session
 // sid ("" to open one): a revision whose calls outlive their request.
 func mcpPost(ctx context.Context, hc *http.Client, endpoint, sid, body string) (int, string, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
-	if err != nil {
-		return 0, "", nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if sid != "" {
-		req.Header.Set(mcpserve.SessionHeader, sid)
-		req.Header.Set(mcpserve.VersionHeader, "2025-06-18")
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, "", nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header.Get(mcpserve.SessionHeader), b, err
+	return mcptest.PostWith(ctx, hc, endpoint, "", sid, []byte(body))
 }
 
 func mcpSession(t *testing.T, hc *http.Client, endpoint string) string {
