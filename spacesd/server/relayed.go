@@ -172,6 +172,11 @@ func relayedConn(ctx context.Context) (*principalConn, bool) {
 // requests are authorised by their ticket (authorizeLink).
 func (s *Server) authorizeRelayed(r *http.Request, pc *principalConn, rt Route) (Caller, error) {
 	p := pc.p
+	if !s.auth.Valid(pc.gen) {
+		// The rotation closes the connection too, but after it returns:
+		// a request that came first must not be served as the old token's.
+		return Caller{}, api.Errorf(api.KindUnauthenticated, "%v", ErrTokenRotated).WithCause(ErrTokenRotated)
+	}
 	if p.Role == RoleLink {
 		return s.authorizeLink(r, pc, rt)
 	}

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -261,6 +262,39 @@ func TestRelayedEndsWithTokenRotation(t *testing.T) {
 	_ = b.SetReadDeadline(time.Now().Add(time.Minute))
 	if _, err := io.Copy(io.Discard, b); err != nil {
 		t.Fatalf("the relayed connection stayed open after the rotation: %v", err)
+	}
+}
+
+// A request that reaches a relayed connection of the old token after the
+// rotation returned is refused, even before the rotation's close of the
+// connection has run (it runs after Rotate returns).
+func TestRelayedRequestAfterRotationRefused(t *testing.T) {
+	t.Parallel()
+	h := newRelayedHarness(t, "rot-token")
+	a, b := net.Pipe()
+	defer b.Close()
+	if err := h.host.ServeConn(a, alice); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(b)
+	ask := func() (int, error) {
+		if _, err := io.WriteString(b, "GET /t/who HTTP/1.1\r\nHost: relay\r\n\r\n"); err != nil {
+			return 0, err
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			return 0, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	if code, err := ask(); code != http.StatusOK {
+		t.Fatalf("before the rotation: %d %v", code, err)
+	}
+	h.auth.Rotate("new-token")
+	if code, err := ask(); err == nil && code != http.StatusUnauthorized {
+		t.Fatalf("a request on the old token's connection after the rotation: %d, want 401 or a closed connection", code)
 	}
 }
 
