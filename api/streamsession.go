@@ -48,4 +48,40 @@ type StreamSession struct {
 	// Name and Role say who watches (PresenceViewer's).
 	Name string `json:"name"`
 	Role string `json:"role,omitempty"`
+	// Startup is how its first frame came.
+	Startup *StreamStartup `json:"startup,omitempty"`
+}
+
+// Ways a viewer's first keyframe came (StreamStartup.Keyframe).
+const (
+	// KeyframeReady: encoded while the viewer's ICE and DTLS ran, and
+	// sent the moment it connected.
+	KeyframeReady = "ready"
+	// KeyframeEncoded: encoded for the viewer once it connected (the
+	// stream was running for others, whose frames came after the last
+	// keyframe).
+	KeyframeEncoded = "encoded"
+)
+
+// StreamStartup is how a viewer's first frame came: each step's time
+// since its offer reached the daemon's stream engine, in milliseconds
+// (absent: not reached yet). The step that dominates is where a slow
+// start's time went.
+type StreamStartup struct {
+	// AnswerMS: the SDP answer made, its candidates gathered.
+	AnswerMS float64 `json:"answer_ms"`
+	// ICEMS: ICE connected (a candidate pair works).
+	ICEMS float64 `json:"ice_ms,omitempty"`
+	// ConnectedMS: DTLS connected, SRTP keyed: media may flow.
+	ConnectedMS float64 `json:"connected_ms,omitempty"`
+	// FirstFrameMS: its first keyframe handed to the network.
+	FirstFrameMS float64 `json:"first_frame_ms,omitempty"`
+	// Keyframe is KeyframeReady or KeyframeEncoded, with the keyframe's
+	// encode time; CaptureMS and KeyframeReadyMS are set when the viewer
+	// started its stream: the first capture of the target came, and its
+	// keyframe was encoded.
+	Keyframe         string  `json:"keyframe,omitempty"`
+	KeyframeEncodeMS float64 `json:"keyframe_encode_ms,omitempty"`
+	CaptureMS        float64 `json:"capture_ms,omitempty"`
+	KeyframeReadyMS  float64 `json:"keyframe_ready_ms,omitempty"`
 }

@@ -33,10 +33,19 @@ type Source interface {
 	Close()
 }
 
+// SizeHinter is a Source that can tell the size of its frames before the
+// first one: a new pipeline opens its encoder meanwhile (a 1080p one
+// takes some 25 ms to open), so that the first keyframe waits only for
+// the first capture.
+type SizeHinter interface {
+	SizeHint(ctx context.Context) (width, height int, err error)
+}
+
 // Pacing bounds of a capture.
 const (
-	// KeepAliveInterval: an idle target sends one (tiny) frame this
-	// often, so that a viewer can tell a still screen from a dead stream.
+	// KeepAliveInterval: an idle target sends one RTP padding packet this
+	// often, so that a viewer can tell a still screen from a dead stream
+	// and learns of a lost last packet.
 	KeepAliveInterval = time.Second
 	// captureRetry is the pause after a failed capture; maxCaptureErrors
 	// in a row end the stream.
@@ -132,14 +141,18 @@ func (c *capture) pipelines(into []*pipeline) ([]*pipeline, int) {
 // asks, into every pipeline. It answers the error that ended the stream
 // (nil when stopped).
 func (c *capture) run() error {
-	var last, lastPoke time.Time
+	// next is when the next capture is due: each frame's slot follows
+	// the last one's, not the moment it was taken, so that a timer's
+	// lateness does not add up (at 30 fps, a millisecond late a frame
+	// made 29).
+	var next, lastPoke time.Time
 	var pipes []*pipeline
 	errorsInRow := 0
 	for {
 		var fps int
 		pipes, fps = c.pipelines(pipes[:0])
-		if fps > 0 && !last.IsZero() {
-			if wait := time.Second/time.Duration(fps) - time.Since(last); wait > 0 {
+		if fps > 0 && !next.IsZero() {
+			if wait := time.Until(next); wait > 0 {
 				select {
 				case <-c.ctx.Done():
 					return nil
@@ -148,7 +161,6 @@ func (c *capture) run() error {
 			}
 		}
 		ctx, cancel := context.WithTimeout(c.ctx, KeepAliveInterval)
-		began := time.Now() // the pace counts from here: reading is part of a frame's time
 		f, err := c.src.Next(ctx)
 		cancel()
 		if c.ctx.Err() != nil {
@@ -190,7 +202,13 @@ func (c *capture) run() error {
 			continue
 		}
 		errorsInRow = 0
-		last = began
+		if fps > 0 {
+			interval := time.Second / time.Duration(fps)
+			if now := time.Now(); next.IsZero() || now.Sub(next) > interval {
+				next = now // a still spell, or far behind: the slots start again
+			}
+			next = next.Add(interval)
+		}
 		// The pipelines of this frame: one added since the pacing took
 		// its first frame whole (its stage is empty), whatever f says.
 		pipes, _ = c.pipelines(pipes[:0])

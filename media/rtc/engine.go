@@ -24,6 +24,8 @@ import (
 	"github.com/pion/interceptor"
 	"github.com/pion/interceptor/pkg/cc"
 	"github.com/pion/interceptor/pkg/gcc"
+	"github.com/pion/interceptor/pkg/nack"
+	"github.com/pion/interceptor/pkg/report"
 	"github.com/pion/webrtc/v4"
 
 	"github.com/trycua/cua-spacesd/api"
@@ -128,13 +130,20 @@ func (e *Engine) newAPI(se webrtc.SettingEngine, onEstimator func(cc.BandwidthEs
 	if err := m.RegisterHeaderExtension(webrtc.RTPHeaderExtensionCapability{URI: PlayoutDelayURI}, webrtc.RTPCodecTypeVideo); err != nil {
 		return nil, err
 	}
+	// Only the send side's interceptors: the viewer sends no media, and
+	// pion's NACK generator and receiver reports would each run a ticker
+	// per viewer (ten wake-ups a second, the generator's) for nothing.
 	reg := &interceptor.Registry{}
-	if err := webrtc.ConfigureNack(m, reg); err != nil {
+	responder, err := nack.NewResponderInterceptor()
+	if err != nil {
 		return nil, err
 	}
-	if err := webrtc.ConfigureRTCPReports(reg); err != nil {
+	reg.Add(responder)
+	reports, err := report.NewSenderInterceptor()
+	if err != nil {
 		return nil, err
 	}
+	reg.Add(reports)
 	ccf, err := cc.NewInterceptor(func() (cc.BandwidthEstimator, error) {
 		// No pacer: a keyframe goes out at once (the socket buffers take
 		// the burst); pacing it at the estimate would add its whole
@@ -171,11 +180,12 @@ func (e *Engine) Join(ctx context.Context, target Target, offer string, o Viewer
 	if len(offer) > MaxOfferBytes {
 		return nil, "", api.Errorf(api.KindInvalidArgument, "the SDP offer is %d bytes, over the limit of %d", len(offer), MaxOfferBytes)
 	}
+	st := newStartup()
 	p, err := e.reserve(target, o)
 	if err != nil {
 		return nil, "", err
 	}
-	v, answer, err := newViewer(ctx, e, p, offer, o)
+	v, answer, err := newViewer(ctx, e, p, offer, o, st)
 	if err != nil {
 		e.leave(p, nil)
 		return nil, "", err

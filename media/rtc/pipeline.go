@@ -81,6 +81,8 @@ type pipeline struct {
 	// ratio is the current scale, num<<32 | den (0 before the first
 	// frame): how a viewer's input maps back to the target.
 	ratio atomic.Uint64
+	// firstCapture is when the first capture came, in Unix nanoseconds.
+	firstCapture atomic.Int64
 
 	wake       chan struct{} // the encoder has something to do
 	keyWanted  atomic.Bool
@@ -92,6 +94,9 @@ type pipeline struct {
 	joining int // viewers reserved by Join, not yet connected
 	stats   Stats
 	size    image.Point
+	// keyReady is when the keyframe held for the first viewer was ready
+	// (its startup).
+	keyReady time.Time
 }
 
 func newPipeline(c *capture, bounds api.Size, fps int, log *slog.Logger, onEnd func(*pipeline, error)) (*pipeline, error) {
@@ -169,6 +174,7 @@ func (p *pipeline) put(f Frame) error {
 	if err := yuv.Convert(p.stage, src, rects); err != nil {
 		return err
 	}
+	p.firstCapture.CompareAndSwap(0, time.Now().UnixNano())
 	whole := image.Rect(0, 0, w, h)
 	if rects == nil {
 		p.dirty = whole
@@ -245,114 +251,274 @@ func (p *pipeline) toFrame(x, y int) (int, int) {
 // encode encodes the stage whenever the capture or a keyframe request
 // wakes it, and sends the frame on the track, at most maxFPS a second.
 // It answers the error that ended it (nil when stopped).
+//
+// While no viewer receives yet (the first one's ICE and DTLS run), it
+// encodes one keyframe of the first capture and holds it: the viewer
+// gets it the moment it connects, with the changes since as the next
+// frame, so that its first frame costs no encode after it connected.
 func (p *pipeline) encode() error {
-	var enc *vp8.Encoder
-	defer func() {
-		if enc != nil {
-			enc.Close()
-		}
-	}()
-	start := time.Now()
-	var lastSample, lastKey time.Time
-	// timer serves what had to wait: a keyframe inside the rate limit, a
-	// frame inside the pace.
-	var timer *time.Timer
-	later := func(d time.Duration) {
-		if timer == nil {
-			timer = time.AfterFunc(d, p.poke)
-		} else {
-			timer.Reset(d)
-		}
-	}
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	l := &encodeLoop{p: p, start: time.Now()}
+	defer l.close()
+	l.open()
 	for {
 		select {
 		case <-p.ctx.Done():
 			return nil
 		case <-p.wake:
 		}
-		now := time.Now()
-		if fps := p.maxFPS.Load(); fps > 0 && !lastSample.IsZero() && !p.keyWanted.Load() {
-			interval := time.Second / time.Duration(fps)
-			if early := interval - interval/paceSlack - now.Sub(lastSample); early > 0 {
-				later(early)
-				continue // the changes wait in the stage
-			}
+		if err := l.step(time.Now()); err != nil {
+			return err
 		}
-		key := false
-		p.stageMu.Lock()
-		if p.stage == nil {
-			p.stageMu.Unlock()
-			continue // nothing captured yet; the first frame will come
-		}
-		if enc == nil || enc.Image().Width != p.stage.Width || enc.Image().Height != p.stage.Height {
-			if enc != nil {
-				enc.Close()
-			}
-			var err error
-			enc, err = vp8.NewEncoder(vp8.Options{Width: p.stage.Width, Height: p.stage.Height, BitrateKbps: int(p.targetKbps.Load())})
-			if err != nil {
-				p.stageMu.Unlock()
-				return fmt.Errorf("the encoder of %s: %w", p.key, err)
-			}
-			p.dirty = image.Rect(0, 0, p.stage.Width, p.stage.Height)
-			key = true
-		}
-		copyRows(enc.Image(), p.stage, p.dirty)
-		p.dirty = image.Rectangle{}
-		p.stageMu.Unlock()
-		if key {
-			// Outside stageMu: telling the viewers sends on their
-			// channels, which must not hold up the capture.
-			p.resized(enc.Image().Width, enc.Image().Height)
-		}
+	}
+}
 
-		if p.keyWanted.Load() {
-			if wait := MinKeyframeInterval - now.Sub(lastKey); !lastKey.IsZero() && wait > 0 && !key {
-				later(wait) // too soon after the last one: served at the end of the interval
-			} else {
-				key = true
-			}
+// encodeLoop is the encoder goroutine's state.
+type encodeLoop struct {
+	p                          *pipeline
+	enc                        *vp8.Encoder
+	start, lastSample, lastKey time.Time
+	lastSent                   time.Time // a frame or a keep-alive
+	// held is the keyframe made while nobody received, the encoder's
+	// last frame: valid until the next encode.
+	held *vp8.Encoded
+	// fresh: enc was opened before the first capture, on the source's
+	// size hint, and has encoded nothing.
+	fresh bool
+	// timer serves what had to wait: a keyframe inside the rate limit, a
+	// frame inside the pace.
+	timer *time.Timer
+}
+
+func (l *encodeLoop) close() {
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	if l.enc != nil {
+		l.enc.Close()
+	}
+}
+
+// open opens the encoder on the source's size hint, if it gives one,
+// while the capture takes the first frame.
+func (l *encodeLoop) open() {
+	p := l.p
+	h, ok := p.cap.src.(SizeHinter)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, time.Second)
+	w, ht, err := h.SizeHint(ctx)
+	cancel()
+	if err != nil || w < 1 || ht < 1 {
+		return // the first capture tells
+	}
+	num, den := api.StreamScale(w, ht, p.bounds.Width, p.bounds.Height)
+	// The scale is known now: the viewers' pointers map right before the
+	// first capture (which sets it again).
+	p.ratio.CompareAndSwap(0, uint64(num)<<32|uint64(den))
+	w, ht = scale.Ratio{Num: num, Den: den}.Size(w, ht)
+	if enc, err := vp8.NewEncoder(vp8.Options{Width: w, Height: ht, BitrateKbps: int(p.targetKbps.Load())}); err == nil {
+		l.enc, l.fresh = enc, true
+	}
+}
+
+func (l *encodeLoop) later(d time.Duration) {
+	if l.timer == nil {
+		l.timer = time.AfterFunc(d, l.p.poke)
+	} else {
+		l.timer.Reset(d)
+	}
+}
+
+func (l *encodeLoop) step(now time.Time) error {
+	p := l.p
+	live, waiting := p.audience()
+	if live == 0 {
+		if l.held != nil {
+			return nil // the changes wait in the stage for a viewer
 		}
-		if key {
-			p.keyWanted.Store(false)
+		ok, _, err := l.take()
+		if !ok || err != nil {
+			return err
 		}
-		_ = enc.SetBitrate(int(p.targetKbps.Load()))
-		dur := time.Second / api.DefaultStreamFPS
-		if !lastSample.IsZero() {
-			dur = now.Sub(lastSample)
-		}
-		out, err := enc.Encode(now.Sub(start), dur, key)
+		out, err := l.enc.Encode(now.Sub(l.start), time.Second/api.DefaultStreamFPS, true)
 		if err != nil {
 			p.log.Error("stream encode", "stream", p.key, "err", err)
-			continue
+			return nil
 		}
-		lastSample = now
-		if out.Key {
-			lastKey = now
-		}
-		if err := p.track.WriteSample(media.Sample{Data: out.Data, Duration: dur}); err != nil && !errors.Is(err, context.Canceled) {
-			p.log.Debug("stream write", "stream", p.key, "err", err)
-		}
-		if p.onEncoded != nil {
-			p.onEncoded(out.Key, len(out.Data), out.Took)
-		}
+		l.held = &out
 		p.mu.Lock()
-		p.stats.Encoded++
-		p.stats.Bytes += int64(len(out.Data))
-		p.stats.EncodeTime += out.Took
-		p.stats.BitrateKbps = enc.Bitrate()
-		if out.Key {
-			p.stats.Keyframes++
-			p.stats.LastKeyframeBytes = len(out.Data)
-			p.stats.LastKeyframeTook = out.Took
-		}
+		p.keyReady = time.Now()
 		p.mu.Unlock()
+		return nil
 	}
+	if waiting && l.held != nil {
+		// A viewer connected: its first frame is ready; what changed
+		// since follows at once.
+		out := *l.held
+		l.held = nil
+		l.send(now, out, time.Second/api.DefaultStreamFPS, api.KeyframeReady)
+		if !p.stageDirty() {
+			return nil
+		}
+		waiting = false
+	} else if !waiting && !p.keyWanted.Load() && !p.stageDirty() {
+		// Nothing changed: the capture's keep-alive of a still target.
+		// One padding packet, not a frame: it costs no encode, and its
+		// sequence number shows a receiver that the last frame's final
+		// packet was lost (which it then asks for again) as a frame would.
+		if !l.lastSample.IsZero() && now.Sub(l.lastSent) >= KeepAliveInterval/2 {
+			l.lastSent = now
+			if err := p.track.GeneratePadding(1); err != nil {
+				p.log.Debug("stream keep-alive", "stream", p.key, "err", err)
+			}
+		}
+		return nil
+	} else if fps := p.maxFPS.Load(); fps > 0 && !l.lastSample.IsZero() && !waiting && !p.keyWanted.Load() {
+		interval := time.Second / time.Duration(fps)
+		if early := interval - interval/paceSlack - now.Sub(l.lastSample); early > 0 {
+			l.later(early)
+			return nil // the changes wait in the stage
+		}
+	}
+	ok, key, err := l.take()
+	if !ok || err != nil {
+		return err
+	}
+	switch {
+	case waiting:
+		// A viewer's first keyframe: not held back by the rate limit
+		// (joins are bounded by the viewer slots, and each is served
+		// once, by the first keyframe sent after it connected).
+		key = true
+	case p.keyWanted.Load():
+		if wait := MinKeyframeInterval - now.Sub(l.lastKey); !l.lastKey.IsZero() && wait > 0 && !key {
+			l.later(wait) // too soon after the last one: served at the end of the interval
+		} else {
+			key = true
+		}
+	}
+	if key {
+		p.keyWanted.Store(false)
+	}
+	_ = l.enc.SetBitrate(int(p.targetKbps.Load()))
+	dur := time.Second / api.DefaultStreamFPS
+	if !l.lastSample.IsZero() {
+		dur = now.Sub(l.lastSample)
+	}
+	out, err := l.enc.Encode(now.Sub(l.start), dur, key)
+	l.held = nil
+	if err != nil {
+		p.log.Error("stream encode", "stream", p.key, "err", err)
+		return nil
+	}
+	l.send(now, out, dur, api.KeyframeEncoded)
+	return nil
+}
+
+// take copies what changed in the stage into the encoder's image,
+// opening the encoder (a keyframe: key) for the first frame or a new
+// size. ok is false while nothing was captured yet.
+func (l *encodeLoop) take() (ok, key bool, err error) {
+	p := l.p
+	p.stageMu.Lock()
+	if p.stage == nil {
+		p.stageMu.Unlock()
+		return false, false, nil // nothing captured yet; the first frame will come
+	}
+	if l.fresh && l.enc.Image().Width == p.stage.Width && l.enc.Image().Height == p.stage.Height {
+		l.fresh = false
+		p.dirty = image.Rect(0, 0, p.stage.Width, p.stage.Height)
+		key = true
+	} else if l.enc == nil || l.enc.Image().Width != p.stage.Width || l.enc.Image().Height != p.stage.Height {
+		l.fresh = false
+		if l.enc != nil {
+			l.enc.Close()
+			l.enc = nil
+		}
+		l.held = nil
+		l.enc, err = vp8.NewEncoder(vp8.Options{Width: p.stage.Width, Height: p.stage.Height, BitrateKbps: int(p.targetKbps.Load())})
+		if err != nil {
+			p.stageMu.Unlock()
+			return false, false, fmt.Errorf("the encoder of %s: %w", p.key, err)
+		}
+		p.dirty = image.Rect(0, 0, p.stage.Width, p.stage.Height)
+		key = true
+	}
+	copyRows(l.enc.Image(), p.stage, p.dirty)
+	p.dirty = image.Rectangle{}
+	p.stageMu.Unlock()
+	if key {
+		// Outside stageMu: telling the viewers sends on their channels,
+		// which must not hold up the capture.
+		p.resized(l.enc.Image().Width, l.enc.Image().Height)
+	}
+	return true, key, nil
+}
+
+// send writes an encoded frame to the viewers and counts it; a keyframe
+// is the first frame of each viewer that connected since the last one.
+func (l *encodeLoop) send(now time.Time, out vp8.Encoded, dur time.Duration, how string) {
+	p := l.p
+	l.lastSample, l.lastSent = now, now
+	if out.Key {
+		l.lastKey = now
+	}
+	if err := p.track.WriteSample(media.Sample{Data: out.Data, Duration: dur}); err != nil && !errors.Is(err, context.Canceled) {
+		p.log.Debug("stream write", "stream", p.key, "err", err)
+	}
+	if p.onEncoded != nil {
+		p.onEncoded(out.Key, len(out.Data), out.Took)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stats.Encoded++
+	p.stats.Bytes += int64(len(out.Data))
+	p.stats.EncodeTime += out.Took
+	p.stats.BitrateKbps = l.enc.Bitrate()
+	if !out.Key {
+		return
+	}
+	p.stats.Keyframes++
+	p.stats.LastKeyframeBytes = len(out.Data)
+	p.stats.LastKeyframeTook = out.Took
+	sent := time.Now()
+	for v := range p.viewers {
+		if v.sending && !v.hasFirst {
+			v.hasFirst = true
+			v.start.first(sent, how, out.Took, time.Unix(0, p.firstCapture.Load()), p.keyReady)
+		}
+	}
+}
+
+// audience is the number of viewers frames reach, and whether one of
+// them still waits for its first keyframe.
+func (p *pipeline) audience() (live int, waiting bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for v := range p.viewers {
+		if v.sending {
+			live++
+			waiting = waiting || !v.hasFirst
+		}
+	}
+	return live, waiting
+}
+
+// connect counts v in the audience once it connected (frames reach it),
+// and wakes the encoder for its first keyframe.
+func (p *pipeline) connect(v *Viewer) {
+	p.mu.Lock()
+	v.sending = true
+	p.mu.Unlock()
+	p.poke()
+}
+
+// stageDirty says the stage changed since the encoder last took it.
+func (p *pipeline) stageDirty() bool {
+	p.stageMu.Lock()
+	defer p.stageMu.Unlock()
+	return !p.dirty.Empty()
 }
 
 // copyRows copies the rows of r (widened to even rows) from the stage to

@@ -116,16 +116,22 @@ type Viewer struct {
 	ice *webrtc.ICETransport
 	// peers paces the viewer's peer messages to OnPeer (nil without it).
 	peers *peerLimiter
+
+	// start is its way to the first frame.
+	start *startup
+	// sending (it connected: frames reach it) and hasFirst (its first
+	// keyframe went out) are guarded by its pipeline's mu.
+	sending, hasFirst bool
 }
 
 // Channel kinds by label; a label not listed is closed.
 var channelLabels = map[string]bool{api.ChannelInput: true, api.ChannelPointer: true, api.ChannelControl: true}
 
-func newViewer(ctx context.Context, e *Engine, p *pipeline, offer string, o ViewerOptions) (*Viewer, string, error) {
+func newViewer(ctx context.Context, e *Engine, p *pipeline, offer string, o ViewerOptions, st *startup) (*Viewer, string, error) {
 	if err := checkOffer(offer); err != nil {
 		return nil, "", err
 	}
-	v := &Viewer{e: e, p: p, opts: o}
+	v := &Viewer{e: e, p: p, opts: o, start: st}
 	v.ctx, v.stop = context.WithCancelCause(ctx)
 	if o.OnPeer != nil {
 		v.peers = newPeerLimiter(func(m peerMove) { o.OnPeer(m.x, m.y, m.away) }, time.Now)
@@ -168,13 +174,22 @@ func newViewer(ctx context.Context, e *Engine, p *pipeline, offer string, o View
 	v.watchPath(tr) // before anything runs that could call it
 	relayed := watchRelayed(pc)
 	pc.OnDataChannel(v.onDataChannel)
+	pc.OnICEConnectionStateChange(func(s webrtc.ICEConnectionState) {
+		if s == webrtc.ICEConnectionStateConnected {
+			v.start.mark(&v.start.ice)
+		}
+	})
 	pc.OnConnectionStateChange(func(s webrtc.PeerConnectionState) {
 		switch s {
 		case webrtc.PeerConnectionStateConnected:
 			v.connected.Store(true)
-			// The join's keyframe: the frames before it are of no use to
-			// this viewer.
-			p.requestKeyframe()
+			// pion tells of the connection before it keys SRTP, under the
+			// DTLS transport's lock, and drops what is written before:
+			// its State waits for that lock, so the first frame sent
+			// after it is not lost.
+			_ = tr.Sender().Transport().State()
+			v.start.mark(&v.start.connected)
+			p.connect(v)
 			v.readPath()
 		case webrtc.PeerConnectionStateFailed, webrtc.PeerConnectionStateClosed:
 			v.end(errors.New("the peer connection " + s.String()))
@@ -201,6 +216,7 @@ func newViewer(ctx context.Context, e *Engine, p *pipeline, offer string, o View
 	if tr.Mid() == "" || tr.Sender() == nil {
 		return fail(api.Errorf(api.KindInvalidArgument, "the offer has no video section that receives VP8: offer a recvonly video with VP8"))
 	}
+	v.start.mark(&v.start.answered)
 	// Counted in place of the reservation made by Join.
 	p.mu.Lock()
 	p.joining--

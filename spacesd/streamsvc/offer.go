@@ -168,7 +168,7 @@ func (s *Service) admit(t *server.Ticket) (release func(), err error) {
 // opener makes the capture source of a target when its first viewer joins.
 func (s *Service) opener(windowID uint32) func() (rtc.Source, error) {
 	return func() (rtc.Source, error) {
-		return &capSource{c: s.d.NewCapturer(windowID), captures: s.captures}, nil
+		return &capSource{c: s.d.NewCapturer(windowID), d: s.d, windowID: windowID, captures: s.captures}, nil
 	}
 }
 
@@ -182,7 +182,20 @@ func newSessionID() string {
 // (the metric that shows nothing is captured once nobody watches).
 type capSource struct {
 	c        *desktop.Capturer
+	d        *desktop.Desktop
+	windowID uint32
 	captures server.Counter
+}
+
+// SizeHint is the target's size now (rtc.SizeHinter): the screen's, or
+// the window's.
+func (c *capSource) SizeHint(ctx context.Context) (int, int, error) {
+	if c.windowID == 0 {
+		s, err := c.d.ScreenSize(ctx)
+		return s.Width, s.Height, err
+	}
+	w, err := c.d.Window(ctx, c.windowID)
+	return w.Bounds.Width, w.Bounds.Height, err
 }
 
 func (c *capSource) Next(ctx context.Context) (rtc.Frame, error) {

@@ -70,7 +70,8 @@ func TestPresence(t *testing.T) {
 	checkWho(t, "alice's second", whoOf(t, a, 2), both, aID)
 
 	// alice's frame pixel (401, 301) is the target's; bob's frames are
-	// half: (200, 150).
+	// half: (200, 150). Once his stream runs: its scale is known.
+	b.NextFrame(t, true, frameTimeout)
 	sendJSON(t, a, api.ChannelControl, api.ViewerControl{Type: api.ControlPeer, Peer: &api.PeerPointer{X: 401, Y: 301}})
 	if p := peerOf(t, b, "alice's pointer", func(api.PeerPointer) bool { return true }); p != (api.PeerPointer{ID: aID, X: 200, Y: 150}) {
 		t.Fatalf("bob was told %+v, want alice's session %s at (200, 150)", p, aID)

@@ -45,9 +45,14 @@ func (s *Service) listSessions(w http.ResponseWriter, r *http.Request) {
 	out := make([]api.StreamSession, 0, len(s.sessions))
 	for id, sess := range s.sessions {
 		p := sess.path.Load()
-		out = append(out, api.StreamSession{ID: id, Target: api.StreamTarget(sess.windowID), WindowID: sess.windowID,
+		ss := api.StreamSession{ID: id, Target: api.StreamTarget(sess.windowID), WindowID: sess.windowID,
 			ViewOnly: sess.viewOnly, ByTicket: sess.ticket != "", Connected: p != nil, Path: p, StartedAt: sess.started,
-			Name: sess.name, Role: string(sess.role)})
+			Name: sess.name, Role: string(sess.role)}
+		if sess.viewer != nil {
+			st := sess.viewer.Startup()
+			ss.Startup = &st
+		}
+		out = append(out, ss)
 	}
 	s.mu.Unlock()
 	slices.SortFunc(out, func(a, b api.StreamSession) int {

@@ -160,8 +160,9 @@ func TestUnconnectedViewersFreeTheirSlots(t *testing.T) {
 	if res := e.post(t, tk, offer); res.Status != http.StatusCreated {
 		t.Fatalf("the ticket's offer after its viewers timed out: %d %+v; want 201", res.Status, res.Error)
 	}
-	// The viewer that connected before is still served.
-	watching.NextFrame(t, false, frameTimeout)
+	// The viewer that connected before is still served: a still screen
+	// sends no frames, so it asks for a keyframe.
+	stillServed(t, watching)
 }
 
 // A session is ended by the ticket that opened it, or by the token.
@@ -190,10 +191,20 @@ func TestOnlyItsOpenerEndsASession(t *testing.T) {
 	if got := e.metric(t, streamsvc.MetricViewers); got != 3 {
 		t.Fatalf("%d viewers after refused DELETEs, want 3", got)
 	}
-	rFull.NextFrame(t, false, frameTimeout) // still served
+	stillServed(t, rFull)
 
 	del("the opener's DELETE", fullLoc, full, http.StatusNoContent)
 	del("the token's DELETE of a ticket's session", viewLoc, e.d.Token, http.StatusNoContent)
 	del("the token's DELETE of its own session", tokenLoc, e.d.Token, http.StatusNoContent)
 	eventually(t, "no viewer left", func() bool { return e.metric(t, streamsvc.MetricViewers) == 0 })
+}
+
+// stillServed checks that r still gets frames of a still screen: a PLI
+// brings a keyframe.
+func stillServed(t *testing.T, r *rtctest.Receiver) {
+	t.Helper()
+	if err := r.SendPLI(); err != nil {
+		t.Fatal(err)
+	}
+	r.NextFrame(t, true, frameTimeout)
 }

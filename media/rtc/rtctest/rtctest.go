@@ -218,6 +218,11 @@ func (r *Receiver) read(tr *webrtc.TrackRemote) {
 			close(r.Frames)
 			return
 		}
+		if len(pkt.Payload) == 0 {
+			// Padding only: a still target's keep-alive, stamped with
+			// the next frame's timestamp; no part of a frame.
+			continue
+		}
 		if playoutID == 0 {
 			playoutID = r.extensionID(rtc.PlayoutDelayURI)
 		}
