@@ -15,11 +15,13 @@ import (
 // How the pointer is followed. The X server tells a client of the
 // pointer's motion only over its own windows, so the position is polled:
 // often while it moves, seldom once it rests (an idle viewer costs a few
-// round trips a second). Its shape needs no polling: XFixes announces
-// every change.
+// round trips a second). A move the daemon makes itself (a viewer's or an
+// agent's input, through XTEST) wakes the watchers at once, so that the
+// resting poll only bounds how soon another program's move is seen. Its
+// shape needs no polling: XFixes announces every change.
 const (
 	CursorMovingPoll  = 16 * time.Millisecond // about one display frame
-	CursorRestingPoll = 100 * time.Millisecond
+	CursorRestingPoll = 250 * time.Millisecond
 	// cursorRestAfter is how long the pointer stays put before it counts
 	// as resting.
 	cursorRestAfter = time.Second
@@ -63,7 +65,7 @@ func (d *Desktop) WatchCursor(ctx context.Context, windowID uint32, fn func(Curs
 	if !x.hasXFixes {
 		return api.CapabilityMissing(api.FeatureScreenshot, "the X display lacks XFixes 2, so the cursor cannot be followed")
 	}
-	shapes, stop, err := x.subscribeCursor(ctx)
+	shapes, moves, stop, err := x.subscribeCursor(ctx)
 	if err != nil {
 		return err
 	}
@@ -83,6 +85,8 @@ func (d *Desktop) WatchCursor(ctx context.Context, windowID uint32, fn func(Curs
 			return nil
 		case <-shapes:
 			shapeChanged = true
+		case <-moves:
+			lastMove = time.Now() // polled often from now on
 		case <-timer.C:
 		}
 		cur := last
@@ -168,12 +172,15 @@ type cursorSubs struct {
 	selected bool // XFixes cursor notifications asked for on the root
 	mu       sync.Mutex
 	subs     map[chan struct{}]struct{}
+	// moves wake the watchers when the daemon moved the pointer.
+	moves map[chan struct{}]struct{}
 }
 
 // subscribeCursor answers a channel that gets a wake-up when the cursor's
-// shape changes; stop ends it.
-func (x *xconn) subscribeCursor(ctx context.Context) (<-chan struct{}, func(), error) {
-	ch := make(chan struct{}, 1)
+// shape changes, and one that gets one when the daemon moved the
+// pointer; stop ends them.
+func (x *xconn) subscribeCursor(ctx context.Context) (shapes, moves <-chan struct{}, stop func(), err error) {
+	ch, mv := make(chan struct{}, 1), make(chan struct{}, 1)
 	x.cursor.selectMu.Lock()
 	if !x.cursor.selected {
 		// Once per connection: the selection is the connection's, and
@@ -183,7 +190,7 @@ func (x *xconn) subscribeCursor(ctx context.Context) (<-chan struct{}, func(), e
 		})
 		if err != nil {
 			x.cursor.selectMu.Unlock()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		x.cursor.selected = true
 	}
@@ -191,12 +198,13 @@ func (x *xconn) subscribeCursor(ctx context.Context) (<-chan struct{}, func(), e
 	x.cursor.mu.Lock()
 	defer x.cursor.mu.Unlock()
 	if x.cursor.subs == nil {
-		x.cursor.subs = map[chan struct{}]struct{}{}
+		x.cursor.subs, x.cursor.moves = map[chan struct{}]struct{}{}, map[chan struct{}]struct{}{}
 	}
-	x.cursor.subs[ch] = struct{}{}
-	return ch, func() {
+	x.cursor.subs[ch], x.cursor.moves[mv] = struct{}{}, struct{}{}
+	return ch, mv, func() {
 		x.cursor.mu.Lock()
 		delete(x.cursor.subs, ch)
+		delete(x.cursor.moves, mv)
 		x.cursor.mu.Unlock()
 	}, nil
 }
@@ -205,7 +213,18 @@ func (x *xconn) subscribeCursor(ctx context.Context) (<-chan struct{}, func(), e
 func (x *xconn) onCursor() {
 	x.cursor.mu.Lock()
 	defer x.cursor.mu.Unlock()
-	for ch := range x.cursor.subs {
+	wakeAll(x.cursor.subs)
+}
+
+// onPointerMoved wakes every watcher of the pointer: the daemon moved it.
+func (x *xconn) onPointerMoved() {
+	x.cursor.mu.Lock()
+	defer x.cursor.mu.Unlock()
+	wakeAll(x.cursor.moves)
+}
+
+func wakeAll(chs map[chan struct{}]struct{}) {
+	for ch := range chs {
 		select {
 		case ch <- struct{}{}:
 		default:

@@ -118,6 +118,7 @@ func (s *session) flush(ctx context.Context) error {
 	// the sync's answer, after (confine.go).
 	keys := s.scope != nil && pressesKey(q)
 	var refused, moved error
+	pointerMoved := false
 	err := x.do(ctx, "send input", func() error {
 		for i := len(owed.keys) - 1; i >= 0; i-- {
 			xtest.FakeInput(x.c, evKeyRelease, byte(owed.keys[i]), 0, x.root, 0, 0, 0)
@@ -133,6 +134,7 @@ func (s *session) flush(ctx context.Context) error {
 		}
 		for _, e := range send {
 			xtest.FakeInput(x.c, e.typ, e.detail, 0, x.root, e.x, e.y, 0)
+			pointerMoved = pointerMoved || e.typ == evMotion
 		}
 		f, err := xproto.GetInputFocus(x.c).Reply()
 		if err != nil {
@@ -145,6 +147,9 @@ func (s *session) flush(ctx context.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	if pointerMoved {
+		x.onPointerMoved()
 	}
 	s.owed = held{}
 	if refused != nil {
