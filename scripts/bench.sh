@@ -95,9 +95,29 @@ bench ./media/jpegenc 'Encode1080p' 1s
 
 # The stream's CPU comparison is ffmpeg's x11grab + libvpx (DESIGN §5).
 need ffmpeg ffmpeg stream
-section "desktop stream (bin/cua-spacesd, Xvfb, a pion viewer decoding every frame) at 1280x720 and 1920x1080, each figure beside its DESIGN §5 target; the CPU comparison (ffmpeg x11grab + libvpx on the same scrolling xterm) measured in the same run"
-$GO test -run '^$' -bench 'Stream1280x720|Stream1920x1080' -benchtime 1x -count 1 ./spacesd/streamsvc 2>&1 \
-	| grep -E '^(stream |Benchmark|---|FAIL|panic)' || true
+# The stream's figures before and after the work of issue 27: the same
+# benchmark against the daemon built from BENCH_BEFORE (a commit; default
+# main as it was when that work began), then against bin/cua-spacesd.
+BENCH_BEFORE=${BENCH_BEFORE:-4f5ae8f}
+before_bin=""
+if git rev-parse -q --verify "$BENCH_BEFORE^{commit}" >/dev/null 2>&1; then
+	before_dir=$(mktemp -d)
+	trap 'rm -rf "$before_dir"' EXIT
+	if git archive "$BENCH_BEFORE" | tar -x -C "$before_dir" && (cd "$before_dir" && make build GO="$GO" >/dev/null 2>&1); then
+		before_bin="$before_dir/bin/cua-spacesd"
+	else
+		echo "bench: the daemon of $BENCH_BEFORE did not build; no before figures"
+	fi
+else
+	echo "bench: $BENCH_BEFORE is not a commit of this clone; no before figures"
+fi
+stream_bench() { # stream_bench LABEL [BIN]
+	STREAM_BENCH_BIN=${2:-} $GO test -run '^$' -bench 'Stream1280x720|Stream1920x1080' -benchtime 1x -count 1 ./spacesd/streamsvc 2>&1 \
+		| grep -E '^(stream |Benchmark|---|FAIL|panic)' | sed "s/^stream /stream ($1) /" || true
+}
+section "desktop stream (a cua-spacesd process, Xvfb, a pion viewer decoding every frame) at 1280x720 and 1920x1080, each figure beside its DESIGN §5 target; the CPU comparison (ffmpeg x11grab + libvpx on the same scrolling xterm) measured in the same run; first the daemon of $BENCH_BEFORE (before), then bin/cua-spacesd (after). The first frame: the median of 5 streams started one after the other, with where its time went (the daemon's account from GET /v1/stream/sessions; the before build gives none)"
+[ -n "$before_bin" ] && stream_bench before "$before_bin"
+stream_bench after
 bench ./media/vp8 'Encode' 30x
 bench ./media/yuv 'Convert1080p' 1s
 

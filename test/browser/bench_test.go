@@ -158,7 +158,34 @@ type viewerFigures struct {
 	misses      int
 	drift       float64
 	rx          rxStats
+	open        pageSteps
 }
+
+// pageSteps are the page's way to its first frame, in ms since the
+// navigation started: the HTML loaded, the DOM ready, then the page's
+// own marks (session.js mark).
+type pageSteps struct {
+	HTML        float64 `json:"html"`
+	DOM         float64 `json:"dom"`
+	Script      float64 `json:"script"`
+	ICEAsked    float64 `json:"ice-asked"`
+	ICEAnswered float64 `json:"ice-answered"`
+	OfferSent   float64 `json:"offer-sent"`
+	Answered    float64 `json:"answered"`
+	Connected   float64 `json:"connected"`
+	FirstFrame  float64 `json:"first-frame"`
+}
+
+const pageStepsJS = `(() => {
+	const n = performance.getEntriesByType('navigation')[0] || {};
+	const out = { html: n.responseEnd || 0, dom: n.domContentLoadedEventEnd || 0 };
+	for (const m of performance.getEntriesByType('mark')) {
+		if (m.name.startsWith('cua:')) {
+			out[m.name.slice(4)] = m.startTime;
+		}
+	}
+	return out;
+})()`
 
 func (f viewerFigures) g50() time.Duration { return spacesdtest.Percentile(f.g2g, 50) }
 func (f viewerFigures) i50() time.Duration { return spacesdtest.Percentile(f.photon, 50) }
@@ -171,6 +198,9 @@ func (f viewerFigures) print(w, h int, via string) {
 		w, h, via, ms(g50), ms(g95), len(g2g), misses, drift)
 	fmt.Printf("viewer %dx%d%s: input-to-photon in Chromium p50 %.1f ms p95 %.1f ms over %d keys of %d (target p50 <= 35 ms; the reference product 34-36 ms); from the page's keydown to the frame handed to the compositor, likewise\n",
 		w, h, via, ms(i50), ms(i95), len(photon), photonSamples)
+	o := f.open
+	fmt.Printf("viewer %dx%d%s: the page, from navigation to the first frame shown %.0f ms (target <= 500 ms): HTML loaded %.0f, script ran %.0f, DOM ready %.0f, ICE servers asked %.0f and answered %.0f, offer sent %.0f, answered %.0f, connected %.0f, first frame %.0f\n",
+		w, h, via, o.FirstFrame, o.HTML, o.Script, o.DOM, o.ICEAsked, o.ICEAnswered, o.OfferSent, o.Answered, o.Connected, o.FirstFrame)
 	fmt.Printf("viewer %dx%d%s: Chromium's share of a frame meanwhile (getStats, mean of %d frames): receive to decoded %.1f ms, of which the jitter buffer %.1f ms and decoding %.1f ms\n",
 		w, h, via, int(rx.FramesDecoded), rx.per(rx.TotalProcessingDelay, rx.FramesDecoded), rx.per(rx.JitterBufferDelay, rx.JitterBufferEmittedCount), rx.per(rx.TotalDecodeTime, rx.FramesDecoded))
 }
@@ -183,6 +213,11 @@ func (f viewerFigures) print(w, h int, via string) {
 func measureViewer(b *testing.B, br *browser, link, media string, w, h int, xc *desktoptest.XClient, patch, tw api.Window) viewerFigures {
 	p := br.newPage(b, w, h, 1)
 	p.connect(link)
+	p.waitFor("the first frame shown", `performance.getEntriesByName('cua:first-frame').length > 0`)
+	var steps pageSteps
+	if err := p.eval(pageStepsJS, &steps); err != nil {
+		b.Fatal(err)
+	}
 	p.waitFor("the media's path "+media, `document.body.dataset.path === '`+media+`'`)
 	p.waitFrames("frames decoded", 10)
 	if err := p.eval(benchHooks, nil); err != nil {
@@ -256,7 +291,7 @@ func measureViewer(b *testing.B, br *browser, link, media string, w, h int, xc *
 	// The next link measures alone: this page's connection ends.
 	p.navigate("about:blank")
 	time.Sleep(time.Second)
-	return viewerFigures{g2g: g2g, photon: photon, misses: misses, drift: drift, rx: rx}
+	return viewerFigures{g2g: g2g, photon: photon, misses: misses, drift: drift, rx: rx, open: steps}
 }
 
 // waitWindow waits until the daemon lists the window titled title.

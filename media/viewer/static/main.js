@@ -3,7 +3,7 @@
 // is there) and, unless the ticket is view only, sends input.
 
 import { readLink } from './link.js';
-import { Session } from './session.js';
+import { Session, mark } from './session.js';
 import { Input } from './input.js';
 import { CursorView } from './cursor.js';
 import { Hud } from './hud.js';
@@ -11,6 +11,7 @@ import { Peers } from './peers.js';
 import { frameRect, toStream } from './geometry.js';
 
 function main() {
+	mark('script');
 	// A new link opened in this tab changes only the fragment, which
 	// loads nothing: start again with it.
 	window.addEventListener('hashchange', () => {
@@ -58,6 +59,9 @@ function main() {
 					video.srcObject = stream;
 				}
 				video.play().catch(() => {});
+				if ('requestVideoFrameCallback' in video) {
+					video.requestVideoFrameCallback(() => mark('first-frame'));
+				}
 			},
 			control(m) {
 				if (m.type === 'cursor' && m.cursor) {

@@ -89,6 +89,7 @@ export class Session {
 		// The ICE servers come first: the peer connection is made with
 		// them (they are this view's, and may change between connections).
 		let iceServers;
+		mark('ice-asked');
 		try {
 			const res = await fetch(this.ice, {
 				headers: { 'Authorization': 'Bearer ' + c.ticket },
@@ -112,6 +113,7 @@ export class Session {
 			} else {
 				iceServers = readICEServers(await res.json());
 			}
+			mark('ice-answered');
 			c.pc = new RTCPeerConnection({ iceServers, bundlePolicy: 'max-bundle', rtcpMuxPolicy: 'require' });
 		} catch (err) {
 			if (live()) {
@@ -163,6 +165,7 @@ export class Session {
 					return;
 				}
 			}
+			mark('offer-sent');
 			const res = await fetch(this.offer, {
 				method: 'POST',
 				headers: { 'Content-Type': 'application/sdp', 'Authorization': 'Bearer ' + c.ticket },
@@ -182,6 +185,7 @@ export class Session {
 			}
 			c.location = res.headers.get('Location');
 			answer = await res.text();
+			mark('answered');
 			await pc.setRemoteDescription({ type: 'answer', sdp: answer });
 		} catch (err) {
 			if (live()) {
@@ -198,6 +202,7 @@ export class Session {
 		if (s === 'connected') {
 			clearTimeout(c.disconnected);
 			if (!c.connected) {
+				mark('connected');
 				c.connected = true;
 				this.everConnected = true;
 				this.failures = 0;
@@ -455,6 +460,14 @@ export function readICEServers(body) {
 		}
 		return out;
 	});
+}
+
+// mark names a step of the page's way to the first frame, once, for a
+// benchmark or a person looking at the Performance panel ("cua:" marks).
+export function mark(step) {
+	if (performance.getEntriesByName('cua:' + step, 'mark').length === 0) {
+		performance.mark('cua:' + step);
+	}
 }
 
 // gathered resolves once pc has gathered its candidates, relayGrace after
