@@ -181,14 +181,22 @@ func benchStream(b *testing.B, w, h int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer dec.Close()
 		res, err := rtctest.Post(b.Context(), dp.url+api.PathStreamScreen, dp.token, r.Offer)
 		if err != nil || res.Status != http.StatusCreated {
 			b.Fatalf("offer: %+v, %v", res, err)
 		}
 		r.Accept(b, res.Answer)
 		frames := make(chan decoded, 1024)
+		decoding := make(chan struct{})
+		defer func() {
+			// The decoder is freed once nothing decodes with it: its
+			// goroutine ends when the receiver's frames do.
+			_ = r.PC.Close()
+			<-decoding
+			dec.Close()
+		}()
 		go func() {
+			defer close(decoding)
 			defer close(frames)
 			for f := range r.Frames {
 				img, err := dec.Decode(f.Data)
