@@ -17,7 +17,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -213,9 +215,27 @@ func startServer(dir, node string, cluster *ClusterOptions, clientToken string, 
 	if err != nil {
 		return nil, api.Errorf(api.KindEnv, "relay store: nats-server: %w", err)
 	}
-	ns.SetLoggerV2(natsLogger{log.With("component", "nats")}, false, false, false)
+	fatal := make(chan string, 1)
+	ns.SetLoggerV2(natsLogger{log: log.With("component", "nats"), fatal: fatal}, false, false, false)
 	ns.Start()
-	if !ns.ReadyForConnections(startTimeout) {
+	ready := make(chan bool, 1)
+	go func() { ready <- ns.ReadyForConnections(startTimeout) }()
+	var ok bool
+	select {
+	case ok = <-ready:
+	case msg := <-fatal:
+		// nats-server gives up on a listener it cannot open (a route port
+		// taken since our check) but would leave us waiting startTimeout.
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		<-ready
+		e := api.Errorf(api.KindIO, "relay store: nats-server: %s", msg)
+		if strings.Contains(msg, syscall.EADDRINUSE.Error()) {
+			e = e.WithCause(syscall.EADDRINUSE) // nats-server passes the error as text only
+		}
+		return nil, e
+	}
+	if !ok {
 		ns.Shutdown()
 		ns.WaitForShutdown()
 		if cluster != nil {
@@ -431,11 +451,22 @@ func storeErr(what string, err error) error {
 
 // natsLogger sends nats-server's lines to slog (its notices at Debug: they
 // are about the embedded server's start and stop).
-type natsLogger struct{ log *slog.Logger }
+type natsLogger struct {
+	log *slog.Logger
+	// fatal takes the first fatal line (nats-server then stops trying).
+	fatal chan<- string
+}
 
 func (l natsLogger) Noticef(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }
 func (l natsLogger) Warnf(format string, v ...any)   { l.log.Warn(fmt.Sprintf(format, v...)) }
-func (l natsLogger) Fatalf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
-func (l natsLogger) Errorf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
-func (l natsLogger) Debugf(format string, v ...any)  { l.log.Debug(fmt.Sprintf(format, v...)) }
-func (l natsLogger) Tracef(format string, v ...any)  {}
+func (l natsLogger) Fatalf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	l.log.Error(msg)
+	select {
+	case l.fatal <- msg:
+	default:
+	}
+}
+func (l natsLogger) Errorf(format string, v ...any) { l.log.Error(fmt.Sprintf(format, v...)) }
+func (l natsLogger) Debugf(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }
+func (l natsLogger) Tracef(format string, v ...any) {}
