@@ -166,6 +166,7 @@ type viewerFigures struct {
 // own marks (session.js mark).
 type pageSteps struct {
 	HTML        float64 `json:"html"`
+	Scripts     float64 `json:"scripts"`
 	DOM         float64 `json:"dom"`
 	Script      float64 `json:"script"`
 	ICEAsked    float64 `json:"ice-asked"`
@@ -178,7 +179,12 @@ type pageSteps struct {
 
 const pageStepsJS = `(() => {
 	const n = performance.getEntriesByType('navigation')[0] || {};
-	const out = { html: n.responseEnd || 0, dom: n.domContentLoadedEventEnd || 0 };
+	const out = { html: n.responseEnd || 0, dom: n.domContentLoadedEventEnd || 0, scripts: 0 };
+	for (const r of performance.getEntriesByType('resource')) {
+		if (r.name.endsWith('.js') || r.name.endsWith('.css')) {
+			out.scripts = Math.max(out.scripts, r.responseEnd);
+		}
+	}
 	for (const m of performance.getEntriesByType('mark')) {
 		if (m.name.startsWith('cua:')) {
 			out[m.name.slice(4)] = m.startTime;
@@ -199,8 +205,8 @@ func (f viewerFigures) print(w, h int, via string) {
 	fmt.Printf("viewer %dx%d%s: input-to-photon in Chromium p50 %.1f ms p95 %.1f ms over %d keys of %d (target p50 <= 35 ms; the reference product 34-36 ms); from the page's keydown to the frame handed to the compositor, likewise\n",
 		w, h, via, ms(i50), ms(i95), len(photon), photonSamples)
 	o := f.open
-	fmt.Printf("viewer %dx%d%s: the page, from navigation to the first frame shown %.0f ms (target <= 500 ms): HTML loaded %.0f, script ran %.0f, DOM ready %.0f, ICE servers asked %.0f and answered %.0f, offer sent %.0f, answered %.0f, connected %.0f, first frame %.0f\n",
-		w, h, via, o.FirstFrame, o.HTML, o.Script, o.DOM, o.ICEAsked, o.ICEAnswered, o.OfferSent, o.Answered, o.Connected, o.FirstFrame)
+	fmt.Printf("viewer %dx%d%s: the page, from navigation to the first frame shown %.0f ms (target <= 500 ms): HTML loaded %.0f, scripts and style loaded %.0f, script ran %.0f, DOM ready %.0f, ICE servers asked %.0f and answered %.0f, offer sent %.0f, answered %.0f, connected %.0f, first frame %.0f\n",
+		w, h, via, o.FirstFrame, o.HTML, o.Scripts, o.Script, o.DOM, o.ICEAsked, o.ICEAnswered, o.OfferSent, o.Answered, o.Connected, o.FirstFrame)
 	fmt.Printf("viewer %dx%d%s: Chromium's share of a frame meanwhile (getStats, mean of %d frames): receive to decoded %.1f ms, of which the jitter buffer %.1f ms and decoding %.1f ms\n",
 		w, h, via, int(rx.FramesDecoded), rx.per(rx.TotalProcessingDelay, rx.FramesDecoded), rx.per(rx.JitterBufferDelay, rx.JitterBufferEmittedCount), rx.per(rx.TotalDecodeTime, rx.FramesDecoded))
 }
