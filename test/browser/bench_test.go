@@ -143,6 +143,15 @@ func benchViewer(b *testing.B, w, h int) {
 	turn := measureViewer(b, br, relayLink, api.MediaTURN, w, h, xc, patch, tw)
 	direct.print(w, h, "")
 	turn.print(w, h, " through cua-relay's TURN")
+	// The daemon's account of each page's first frame (both pages still
+	// watch, oldest first).
+	if sessions, err := c.StreamSessions(b.Context()); err == nil {
+		for i, s := range sessions {
+			if s.Startup != nil && i < 2 {
+				fmt.Printf("viewer %dx%d%s: the daemon's account of its first frame, ms since the offer: %+v\n", w, h, []string{"", " through cua-relay's TURN"}[i], *s.Startup)
+			}
+		}
+	}
 	fmt.Printf("viewer %dx%d: TURN adds %.1f ms to glass-to-glass p50 (target <= 5 on loopback) and %.1f ms to input-to-photon p50, same run\n",
 		w, h, ms(turn.g50()-direct.g50()), ms(turn.i50()-direct.i50()))
 	b.ReportMetric(ms(direct.g50()), "ms-g2g-p50")

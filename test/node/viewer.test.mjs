@@ -24,7 +24,7 @@ for (const f of readdirSync(staticDir).filter((f) => f.endsWith('.js'))) {
 writeFileSync(path.join(modules, 'package.json'), '{"type": "module"}\n');
 const load = (name) => import(pathToFileURL(path.join(modules, name)).href);
 const { offerPath, pagePrefix, readLink } = await load('link.js');
-const { gathered, readICEServers } = await load('session.js');
+const { gathered, readICEServers, wantsKeyframe } = await load('session.js');
 const { Hud } = await load('hud.js');
 
 const b64url = (s) => Buffer.from(s).toString('base64url');
@@ -272,5 +272,20 @@ describe('viewer offer waits for its candidates', () => {
   it('not for host candidates alone', async () => {
     const took = await timed(new FakePeer(), 300, (pc) => { pc.candidate('host'); pc.candidate(null); });
     assert.ok(took >= 290, `took ${took} ms: the wait ended without a relayed candidate`);
+  });
+});
+
+describe('viewer asks for a lost first keyframe', () => {
+  it('asks once connected a while with no frame decoded', () => {
+    assert.equal(wantsKeyframe(0, 1000, 2600), true);
+  });
+  it('waits the grace after connecting', () => {
+    assert.equal(wantsKeyframe(0, 1000, 1900), false);
+  });
+  it('never before connecting', () => {
+    assert.equal(wantsKeyframe(0, 0, 100000), false);
+  });
+  it('not once a frame was decoded', () => {
+    assert.equal(wantsKeyframe(1, 1000, 100000), false);
   });
 });

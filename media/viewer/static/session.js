@@ -33,6 +33,11 @@ const disconnectedGrace = 2000;
 const retryBase = 500;
 const retryCap = 5000;
 const statsInterval = 1000;
+// firstFrameGrace is how long after connecting a page with no picture
+// yet asks for a keyframe: the daemon sends one the moment the peer
+// connects, and a still screen sends no other frame that would make
+// the browser notice it was lost.
+const firstFrameGrace = 1500;
 
 const newLink = 'A new link is needed: ask for one (cua-bridge view, or the stream_endpoint tool).';
 
@@ -82,7 +87,7 @@ export class Session {
 			this.everConnected ? `Reconnecting… (attempt ${this.failures + 1})` : 'Connecting…');
 		this.hud.path(null);
 		// A callback of an ended connection finds this.cur changed (live).
-		const c = { pc: null, ticket: ticket.ticket, channels: {}, timers: [], location: null, lastPong: 0, connected: false };
+		const c = { pc: null, ticket: ticket.ticket, channels: {}, timers: [], location: null, lastPong: 0, connected: false, connectedAt: 0, keyAsked: false };
 		this.cur = c;
 		const live = () => this.cur === c && !this.final;
 
@@ -204,6 +209,7 @@ export class Session {
 			if (!c.connected) {
 				mark('connected');
 				c.connected = true;
+				c.connectedAt = performance.now();
 				this.everConnected = true;
 				this.failures = 0;
 				this.hud.state('connected', 'Live');
@@ -307,6 +313,10 @@ export class Session {
 					video = s;
 				}
 			});
+			if (!c.keyAsked && wantsKeyframe(video ? video.framesDecoded : 0, c.connectedAt, performance.now())) {
+				c.keyAsked = true;
+				this.sendOn(c, 'control', { type: 'keyframe' });
+			}
 			if (!video) {
 				return;
 			}
@@ -460,6 +470,12 @@ export function readICEServers(body) {
 		}
 		return out;
 	});
+}
+
+// wantsKeyframe says a page that connected at connectedAt (0: not yet)
+// and has decoded that many frames by now should ask for a keyframe.
+export function wantsKeyframe(decoded, connectedAt, now) {
+	return !decoded && connectedAt > 0 && now - connectedAt >= firstFrameGrace;
 }
 
 // mark names a step of the page's way to the first frame, once, for a
