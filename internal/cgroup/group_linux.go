@@ -219,16 +219,9 @@ func (g *Group) Kill() error {
 			return nil // removed: nothing left to kill
 		}
 		return err
-	case killV2Freeze:
-		return g.freezeKill(filepath.Join(g.dir(g.t.v2), "cgroup.freeze"), "1", "0", func() bool {
-			n, _ := parseKeyed(readString(filepath.Join(g.dir(g.t.v2), "cgroup.events")), "frozen")
-			return n == 1
-		})
-	case killV1Freeze:
-		state := filepath.Join(g.dir(g.t.freezer), "freezer.state")
-		return g.freezeKill(state, "FROZEN", "THAWED", func() bool {
-			return strings.TrimSpace(readString(state)) == "FROZEN"
-		})
+	case killV2Freeze, killV1Freeze:
+		_, err := g.frozen(func() (int, error) { return g.signalEach(unix.SIGKILL) })
+		return err
 	}
 	// Without a freezer: kill what is listed, give it a moment to die, and
 	// again, until nothing is left; a tree that forks faster than that is
@@ -254,26 +247,44 @@ func (g *Group) Kill() error {
 	}
 }
 
-// freezeKill freezes the group (writing freeze to file, until frozen()
-// says so or freezeWait passes), kills every member, and thaws it, so the
-// killed processes can die.
-func (g *Group) freezeKill(file, freeze, thaw string, frozen func() bool) error {
+// frozen runs do with the group frozen (cgroup2's cgroup.freeze, or v1's
+// freezer), so that what do reads of its members holds while it acts:
+// nothing forks meanwhile, and a signal do sends is delivered at the
+// thaw. Without a freezer do runs as it is. A freeze that does not
+// settle within freezeWait (a member in uninterruptible sleep) lets do
+// run anyway.
+func (g *Group) frozen(do func() (int, error)) (int, error) {
+	var file, freeze, thaw string
+	var done func() bool
+	switch g.t.kill {
+	case killV2, killV2Freeze:
+		file, freeze, thaw = filepath.Join(g.dir(g.t.v2), "cgroup.freeze"), "1", "0"
+		done = func() bool {
+			n, _ := parseKeyed(readString(filepath.Join(g.dir(g.t.v2), "cgroup.events")), "frozen")
+			return n == 1
+		}
+	case killV1Freeze:
+		file, freeze, thaw = filepath.Join(g.dir(g.t.freezer), "freezer.state"), "FROZEN", "THAWED"
+		done = func() bool { return strings.TrimSpace(readString(file)) == "FROZEN" }
+	default:
+		return do()
+	}
 	if err := writeFile(file, freeze); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil
+			return 0, nil // removed: nothing left
 		}
-		return err
+		return do() // no freezer after all: act on what is listed
 	}
 	deadline := time.Now().Add(freezeWait)
-	for !frozen() && time.Now().Before(deadline) {
+	for !done() && time.Now().Before(deadline) {
 		time.Sleep(settlePoll)
 		_ = writeFile(file, freeze) // v1 may need a nudge to finish FREEZING
 	}
-	_, err := g.signalEach(unix.SIGKILL)
+	n, err := do()
 	if terr := writeFile(file, thaw); err == nil {
 		err = terr
 	}
-	return err
+	return n, err
 }
 
 // Signal sends sig to every process of the group and answers how many it
@@ -290,7 +301,10 @@ func (g *Group) Signal(sig syscall.Signal) (int, error) {
 		pids, _ := g.Procs()
 		return max(len(pids), 1), g.Kill()
 	}
-	n, err := g.signalEach(sig)
+	// Frozen, so that a member forking meanwhile cannot leave a child
+	// the listing missed (GNU timeout, signalled between its fork and
+	// noting its child's pid, exits and leaves the child running).
+	n, err := g.frozen(func() (int, error) { return g.signalEach(sig) })
 	if err == nil && n == 0 {
 		err = ErrEmpty
 	}
