@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 
@@ -257,27 +258,50 @@ func mirrorJSON(ctx context.Context, m *mirror, key string, v any) error {
 
 // each calls fn with every live key and value of kv, in one pass.
 func (s *Store) each(ctx context.Context, kv jetstream.KeyValue, fn func(key string, value []byte) error) error {
-	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	// The watch's consumer may sit on a replica that has not applied the
+	// latest writes yet (a user added through another node a moment ago):
+	// the listing goes on until it has seen the stream's last message as
+	// its leader knows it, so that a write acknowledged anywhere is read.
+	var last uint64
+	if st, err := kv.Status(ctx); err == nil {
+		if b, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+			last = b.StreamInfo().State.LastSeq
+		}
+	}
+	w, err := kv.WatchAll(ctx) // deletes too: the last message may be one
 	if err != nil {
 		return storeErr("list "+kv.Bucket(), err)
 	}
 	defer w.Stop()
-	for {
+	values := map[string][]byte{}
+	var seen uint64
+	caughtUp := false // the watch's initial values have all come
+	for !caughtUp || seen < last {
 		select {
 		case e, ok := <-w.Updates():
 			if !ok {
 				return storeErr("list "+kv.Bucket(), errors.New("watcher closed"))
 			}
-			if e == nil { // the end of what the bucket holds now
-				return nil
+			if e == nil {
+				caughtUp = true
+				continue
 			}
-			if err := fn(e.Key(), e.Value()); err != nil {
-				return storeErr("list "+kv.Bucket(), err)
+			seen = max(seen, e.Revision())
+			if e.Operation() == jetstream.KeyValuePut {
+				values[e.Key()] = e.Value()
+			} else {
+				delete(values, e.Key())
 			}
 		case <-ctx.Done():
 			return storeErr("list "+kv.Bucket(), ctx.Err())
 		}
 	}
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		if err := fn(k, values[k]); err != nil {
+			return storeErr("list "+kv.Bucket(), err)
+		}
+	}
+	return nil
 }
 
 func isNotFound(err error) bool {
