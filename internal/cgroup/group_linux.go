@@ -281,7 +281,9 @@ func (g *Group) frozen(do func() (int, error)) (int, error) {
 		_ = writeFile(file, freeze) // v1 may need a nudge to finish FREEZING
 	}
 	n, err := do()
-	if terr := writeFile(file, thaw); err == nil {
+	// The group may be gone by now: its last member exited (one already
+	// exiting when the signal came) and the group was removed.
+	if terr := writeFile(file, thaw); err == nil && !errors.Is(terr, fs.ErrNotExist) {
 		err = terr
 	}
 	return n, err
