@@ -426,12 +426,8 @@ func (l *encodeLoop) take() (ok, key bool, err error) {
 		p.stageMu.Unlock()
 		return false, false, nil // nothing captured yet; the first frame will come
 	}
-	if l.fresh && l.enc.Image().Width == p.stage.Width && l.enc.Image().Height == p.stage.Height {
-		l.fresh = false
-		p.dirty = image.Rect(0, 0, p.stage.Width, p.stage.Height)
-		key = true
-	} else if l.enc == nil || l.enc.Image().Width != p.stage.Width || l.enc.Image().Height != p.stage.Height {
-		l.fresh = false
+	sized := l.enc != nil && l.enc.Image().Width == p.stage.Width && l.enc.Image().Height == p.stage.Height
+	if !sized {
 		if l.enc != nil {
 			l.enc.Close()
 			l.enc = nil
@@ -442,6 +438,10 @@ func (l *encodeLoop) take() (ok, key bool, err error) {
 			p.stageMu.Unlock()
 			return false, false, fmt.Errorf("the encoder of %s: %w", p.key, err)
 		}
+	}
+	if !sized || l.fresh {
+		// A new encoder's first frame: the whole image, a keyframe.
+		l.fresh = false
 		p.dirty = image.Rect(0, 0, p.stage.Width, p.stage.Height)
 		key = true
 	}
