@@ -200,11 +200,18 @@ func TestOnlyItsOpenerEndsASession(t *testing.T) {
 }
 
 // stillServed checks that r still gets frames of a still screen: a PLI
-// brings a keyframe.
+// brings a keyframe, one that arrived after it (the keyframes of other
+// viewers' joins may wait in r's frames).
 func stillServed(t *testing.T, r *rtctest.Receiver) {
 	t.Helper()
+	asked := time.Now()
 	if err := r.SendPLI(); err != nil {
 		t.Fatal(err)
 	}
-	r.NextFrame(t, true, frameTimeout)
+	for range 16 {
+		if f := r.NextFrame(t, true, frameTimeout); f.Arrived.After(asked) {
+			return
+		}
+	}
+	t.Fatal("no keyframe arrived after the PLI, only older ones")
 }
