@@ -212,6 +212,12 @@ func (c *Client) JSON(ctx context.Context, method, path string, q url.Values, in
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		return api.Errorf(api.KindJSON, "decode answer of %s %s: %w", method, path, err)
 	}
+	// The decoder stops at the value's end: what follows (an encoder's
+	// newline, a chunked body's last chunk) is read here, else the
+	// connection closes with the body instead of going back to the pool,
+	// and the next call pays a new handshake (a TLS one to a Space or a
+	// relay).
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	return nil
 }
 
