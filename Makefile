@@ -9,20 +9,26 @@ GOTEST   ?= GO=$(GO) $(GO) run ./scripts/gotest -race -count=1 -timeout 20m
 
 .PHONY: build test test-browser test-relay test-release run run-relay bench cross lint fuzz clean
 
-# cua-spacesd streams the desktop with libvpx (cgo). With a C compiler and
-# Debian's libvpx-dev (which ships libvpx.a) it is linked statically, so the
-# binary still runs in any Linux guest with nothing installed; without them
-# it is built without the encoder (desktop_stream and window_stream then
-# report "built without a video encoder"). MEDIA=0 forces the latter.
+# cua-spacesd streams the desktop with libvpx and its sound with libopus
+# (cgo, both or neither: one build has cgo or not). With a C compiler and
+# Debian's libvpx-dev and libopus-dev (which ship libvpx.a and libopus.a)
+# they are linked statically, so the binary still runs in any Linux guest
+# with nothing installed; without them it is built without the encoders
+# (desktop_stream and window_stream then report "built without a video
+# encoder", desktop_audio "built without an audio encoder"). MEDIA=0 forces
+# the latter.
 CC       ?= cc
-MEDIA    ?= $(shell [ "$$($(GO) env GOOS)" = linux ] && command -v $(CC) >/dev/null 2>&1 && [ -f /usr/include/vpx/vpx_encoder.h ] && ls /usr/lib/*/libvpx.a /usr/lib/libvpx.a 2>/dev/null | grep -q . && echo 1 || echo 0)
+MEDIA    ?= $(shell [ "$$($(GO) env GOOS)" = linux ] && command -v $(CC) >/dev/null 2>&1 \
+	&& [ -f /usr/include/vpx/vpx_encoder.h ] && ls /usr/lib/*/libvpx.a /usr/lib/libvpx.a 2>/dev/null | grep -q . \
+	&& [ -f /usr/include/opus/opus.h ] && ls /usr/lib/*/libopus.a /usr/lib/libopus.a 2>/dev/null | grep -q . \
+	&& echo 1 || echo 0)
 
 build:
 	@mkdir -p bin
 ifeq ($(MEDIA),1)
 	CGO_ENABLED=1 $(GO) build -trimpath -tags netgo,osusergo -ldflags '$(LDFLAGS) -linkmode external -extldflags -static' -o bin/cua-spacesd ./spacesd
 else
-	@echo "build: cua-spacesd without the video encoder (no desktop_stream, window_stream): MEDIA=0, or no C compiler and libvpx-dev here"
+	@echo "build: cua-spacesd without the video and audio encoders (no desktop_stream, window_stream, desktop_audio): MEDIA=0, or no C compiler, libvpx-dev and libopus-dev here"
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cua-spacesd ./spacesd
 endif
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/cua-bridge ./bridge
@@ -95,8 +101,9 @@ clean:
 
 # ---- release (issue 12) ----------------------------------------------------
 # make release VERSION=v1.2.3 [DIST=dist]: cua-spacesd and cua-bridge for
-# linux (static; cua-spacesd with the VP8 encoder, arm64 through Debian's
-# cross compiler and libvpx-dev:arm64) and darwin (CGO_ENABLED=0), amd64 and
+# linux (static; cua-spacesd with the VP8 and Opus encoders, arm64 through
+# Debian's cross compiler, libvpx-dev:arm64 and libopus-dev:arm64) and
+# darwin (CGO_ENABLED=0), amd64 and
 # arm64, with SHA256SUMS; the same bytes on every run (scripts/release.sh).
 DIST ?= dist
 .PHONY: release

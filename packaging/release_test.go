@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/trycua/cua-spacesd/internal/testenv"
+	"github.com/trycua/cua-spacesd/media/opus"
 	"github.com/trycua/cua-spacesd/media/vp8"
 	"github.com/trycua/cua-spacesd/spacesd/doctor"
 )
@@ -117,11 +118,13 @@ func TestRelease(t *testing.T) {
 				t.Errorf("%s does not carry the version %s", bin, releaseVersion)
 			}
 		}
-		// The macOS builds have no encoder by design: what their streams
+		// The macOS builds have no encoders by design: what their streams
 		// answer says so, rather than the Linux advice to rebuild.
 		b := readFile(t, filepath.Join(first, "cua-spacesd-darwin-"+arch))
-		if !bytes.Contains(b, []byte(vp8.LimitationOther)) || bytes.Contains(b, []byte(vp8.LimitationLinux)) {
-			t.Errorf("cua-spacesd-darwin-%s does not answer the macOS limitation %q", arch, vp8.LimitationOther)
+		for _, l := range [][2]string{{vp8.LimitationOther, vp8.LimitationLinux}, {opus.LimitationOther, opus.LimitationLinux}} {
+			if !bytes.Contains(b, []byte(l[0])) || bytes.Contains(b, []byte(l[1])) {
+				t.Errorf("cua-spacesd-darwin-%s does not answer the macOS limitation %q", arch, l[0])
+			}
 		}
 	}
 }
@@ -188,7 +191,7 @@ func checkInstall(t *testing.T, dist string) {
 
 // checkLinuxSpacesd runs a linux cua-spacesd (through emulator, when
 // given): version, doctor --json with a passing encoder check, and the
-// encoder's self-test.
+// encoders' self-test, VP8's and Opus's.
 func checkLinuxSpacesd(t *testing.T, bin string, emulator []string) {
 	t.Helper()
 	run := func(args ...string) []string { return append(append(slices.Clone(emulator), bin), args...) }
@@ -219,17 +222,21 @@ func checkLinuxSpacesd(t *testing.T, bin string, emulator []string) {
 	if !res.OK || res.Frames == 0 || res.OS != "linux" || res.Version != releaseVersion {
 		t.Errorf("%v: %+v", s, res)
 	}
-	t.Logf("%s: %s, %d frames, %s/%s", filepath.Base(bin), res.Encoder, res.Frames, res.OS, res.Arch)
+	if a := res.Audio; !a.OK || a.Packets == 0 || len(a.Checks) == 0 || !strings.HasPrefix(a.Encoder, "libopus ") {
+		t.Errorf("%v: the Opus self-test: %+v", s, a)
+	}
+	t.Logf("%s: %s, %d frames; %s, %d packets; %s/%s", filepath.Base(bin), res.Encoder, res.Frames, res.Audio.Encoder, res.Audio.Packets, res.OS, res.Arch)
 }
 
 // requireReleaseTools answers the linux arch that is not this machine's
-// (built with Debian's cross compiler, run under qemu-user), and skips, or
+// (built with Debian's cross compiler against its libvpx and libopus, run
+// under qemu-user), and skips, or
 // under CI=true fails, when something make release or the test needs is
 // missing.
 func requireReleaseTools(t *testing.T) linuxArch {
 	t.Helper()
 	if runtime.GOOS != "linux" {
-		t.Skip("make release builds the linux binaries with Debian's compilers and libvpx")
+		t.Skip("make release builds the linux binaries with Debian's compilers, libvpx and libopus")
 	}
 	i := slices.IndexFunc(linuxArches, func(a linuxArch) bool { return a.goarch != runtime.GOARCH })
 	if i < 0 || !slices.ContainsFunc(linuxArches, func(a linuxArch) bool { return a.goarch == runtime.GOARCH }) {
@@ -243,8 +250,10 @@ func requireReleaseTools(t *testing.T) linuxArch {
 		}
 	}
 	for _, a := range linuxArches {
-		if _, err := os.Stat("/usr/lib/" + a.triple + "/libvpx.a"); err != nil {
-			missing = append(missing, "libvpx-dev:"+a.goarch)
+		for _, lib := range []struct{ archive, pkg string }{{"libvpx.a", "libvpx-dev"}, {"libopus.a", "libopus-dev"}} {
+			if _, err := os.Stat("/usr/lib/" + a.triple + "/" + lib.archive); err != nil {
+				missing = append(missing, lib.pkg+":"+a.goarch)
+			}
 		}
 	}
 	if len(missing) > 0 {

@@ -2,16 +2,17 @@
 # make release VERSION=v1.2.3 [DIST=dist]: the release binaries and their
 # SHA256SUMS, byte for byte the same wherever and however often they are
 # built from the same sources:
-#   cua-spacesd-linux-{amd64,arm64}   static, with the VP8 encoder (cgo,
-#                                     Debian's libvpx.a for that arch)
+#   cua-spacesd-linux-{amd64,arm64}   static, with the VP8 and Opus
+#                                     encoders (cgo, Debian's libvpx.a and
+#                                     libopus.a for that arch)
 #   cua-spacesd-darwin-{amd64,arm64}  CGO_ENABLED=0: no encoder, and they
 #                                     say so (capabilities, doctor)
 #   cua-bridge-{linux,darwin}-{amd64,arm64}   CGO_ENABLED=0, static
 #   cua-relay-{linux,darwin}-{amd64,arm64}    CGO_ENABLED=0, static
 # The linux binaries of the other arch need Debian's cross compiler and
-# that arch's libvpx-dev through multiarch (.ci/run installs them for
-# arm64 on amd64). A missing one stops the release before anything is
-# built: a release never leaves the encoder out quietly.
+# that arch's libvpx-dev and libopus-dev through multiarch (.ci/run
+# installs them for arm64 on amd64). A missing one stops the release
+# before anything is built: a release never leaves an encoder out quietly.
 #
 # What makes the bytes reproducible: the Go toolchain of go.mod (not
 # whichever go is on PATH); -trimpath, -buildvcs=false (the version is
@@ -78,9 +79,11 @@ for t in $targets; do
   $t: the C compiler $cc (Debian: gcc for the machine's own arch, gcc-$tr for another, with libc6-dev-$arch-cross)"
 	[ -f /usr/include/vpx/vpx_encoder.h ] && [ -f "/usr/lib/$tr/libvpx.a" ] || missing="$missing
   $t: /usr/lib/$tr/libvpx.a and the vpx headers (Debian: libvpx-dev:$arch; for another arch first dpkg --add-architecture $arch)"
+	[ -f /usr/include/opus/opus.h ] && [ -f "/usr/lib/$tr/libopus.a" ] || missing="$missing
+  $t: /usr/lib/$tr/libopus.a and the opus headers (Debian: libopus-dev:$arch; for another arch first dpkg --add-architecture $arch)"
 done
 if [ -n "$missing" ]; then
-	echo "release: the linux binaries are built with the VP8 encoder, and this machine lacks:$missing" >&2
+	echo "release: the linux binaries are built with the VP8 and Opus encoders, and this machine lacks:$missing" >&2
 	echo "(.ci/run installs all of it on Debian 12)" >&2
 	exit 1
 fi
@@ -98,9 +101,9 @@ for t in $targets; do
 		bin="$out/$name-$os-$arch"
 		echo "release: $name $os/$arch"
 		if [ "$os/$name" = linux/cua-spacesd ]; then
-			# cgo for libvpx, linked statically; netgo and osusergo keep
-			# glibc's resolver and user lookup (which a static glibc
-			# cannot load) out of it.
+			# cgo for libvpx and libopus, linked statically; netgo and
+			# osusergo keep glibc's resolver and user lookup (which a
+			# static glibc cannot load) out of it.
 			GOOS=$os GOARCH=$arch CGO_ENABLED=1 CC=$(ccfor "$arch") \
 				$GO build -trimpath -buildvcs=false -tags netgo,osusergo \
 				-ldflags "$ldflags -linkmode external '-extldflags=-static -Wl,--build-id=none'" \
@@ -112,9 +115,9 @@ for t in $targets; do
 	done
 done
 
-# Each linux cua-spacesd proves its encoder where this machine can run it
+# Each linux cua-spacesd proves its encoders where this machine can run it
 # (its own arch, or another through qemu-user): a release whose encoder
-# fails its self-test is not written.
+# fails its self-test (VP8's pictures or Opus's tones) is not written.
 hostos=$($GO env GOHOSTOS)
 for arch in amd64 arm64; do
 	bin="$out/cua-spacesd-linux-$arch"
@@ -129,11 +132,11 @@ for arch in amd64 arm64; do
 	fi
 	if ! log=$($run "$bin" selftest 2>&1); then
 		printf '%s\n' "$log" >&2
-		echo "release: cua-spacesd-linux-$arch failed its encoder self-test; nothing was written to $DIST" >&2
+		echo "release: cua-spacesd-linux-$arch failed its encoders' self-test; nothing was written to $DIST" >&2
 		rm -rf "$out"
 		exit 1
 	fi
-	echo "release: cua-spacesd-linux-$arch passed its encoder self-test${run:+ (under $run)}"
+	echo "release: cua-spacesd-linux-$arch passed its encoders' self-test${run:+ (under $run)}"
 done
 
 (

@@ -3,7 +3,7 @@
 //
 //	cua-spacesd [serve] [--listen ADDR] [--token-file FILE]   serve (default)
 //	cua-spacesd doctor [--json]                               check this guest
-//	cua-spacesd selftest [--json]                             prove the video encoder here
+//	cua-spacesd selftest [--json]                             prove the video and audio encoders here
 //	cua-spacesd fingerprint [--state-dir D | --tls-cert F]    the TLS certificate's sha256
 //	cua-spacesd version                                       print the version
 package main

@@ -1,0 +1,4 @@
+package opus
+
+// Limitation is what this build's streams answer without the encoder.
+const Limitation = LimitationLinux
