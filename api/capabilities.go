@@ -29,13 +29,16 @@ const (
 	FeatureWindowStream  Feature = "window_stream"
 	FeatureRelayAttach   Feature = "relay_attach"
 	FeatureMCP           Feature = "mcp"
+	// FeatureDesktopAudio is the desktop's sound as Opus on a stream
+	// (QueryAudio): a sound server in the guest and a build with Opus.
+	FeatureDesktopAudio Feature = "desktop_audio"
 )
 
 // AllFeatures lists every feature name of the contract.
 var AllFeatures = []Feature{
 	FeatureShell, FeaturePTY, FeatureFiles, FeatureFSWatch, FeatureWindows,
 	FeatureScreenshot, FeatureInput, FeatureClipboardText, FeatureLaunchApp,
-	FeatureDesktopStream, FeatureWindowStream, FeatureRelayAttach, FeatureMCP,
+	FeatureDesktopStream, FeatureWindowStream, FeatureRelayAttach, FeatureMCP, FeatureDesktopAudio,
 }
 
 // DaemonName is what GET /health answers in "daemon"; a client uses it to

@@ -104,6 +104,10 @@ const (
 	// ICEAll (the default: direct first, TURN as the fallback) or
 	// ICERelay (TURN only, never the Space's own addresses).
 	QueryICE = "ice"
+	// QueryAudio=1 adds the desktop's sound (FeatureDesktopAudio) to the
+	// stream, on an audio track the offer must receive (Opus); 0 is the
+	// default, video alone.
+	QueryAudio = "audio"
 )
 
 // The values of QueryICE.
@@ -145,14 +149,16 @@ const (
 )
 
 // StreamOptions are what a viewer asks of a stream in its offer's query:
-// ?max_fps=&max_width=&max_height=&ice=. A zero field is the default: 30
-// fps, no bound on a side, every candidate (ICEAll).
+// ?max_fps=&max_width=&max_height=&ice=&audio=. A zero field is the
+// default: 30 fps, no bound on a side, every candidate (ICEAll), no sound.
 type StreamOptions struct {
 	MaxFPS    int
 	MaxWidth  int
 	MaxHeight int
 	// ICE is ICEAll ("" too) or ICERelay.
 	ICE string
+	// Audio asks for the desktop's sound too.
+	Audio bool
 }
 
 // ParseStreamQuery reads the options of an offer's query. Parameters it
@@ -191,6 +197,12 @@ func ParseStreamQuery(q url.Values) (StreamOptions, error) {
 			o.ICE = ICERelay
 		}
 	}
+	if vs, ok := q[QueryAudio]; ok {
+		if len(vs) != 1 || (vs[0] != "0" && vs[0] != "1") {
+			return StreamOptions{}, Errorf(KindInvalidArgument, "query parameter %s=%.32q: want 1 (sound) or 0, once", QueryAudio, vs)
+		}
+		o.Audio = vs[0] == "1"
+	}
 	return o, nil
 }
 
@@ -208,6 +220,9 @@ func (o StreamOptions) Query() string {
 	}
 	if o.ICE == ICERelay {
 		q.Set(QueryICE, ICERelay)
+	}
+	if o.Audio {
+		q.Set(QueryAudio, "1")
 	}
 	return q.Encode()
 }

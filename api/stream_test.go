@@ -155,6 +155,11 @@ func TestParseStreamQuery(t *testing.T) {
 		{"max_fps=0", api.StreamOptions{}, false},
 		{"max_fps=61", api.StreamOptions{}, false},
 		{"max_height=99999999999999999999", api.StreamOptions{}, false},
+		{"audio=1", api.StreamOptions{Audio: true}, true},
+		{"audio=0&max_fps=20", api.StreamOptions{MaxFPS: 20}, true},
+		{"audio=true", api.StreamOptions{}, false},
+		{"audio=1&audio=1", api.StreamOptions{}, false},
+		{"audio=", api.StreamOptions{}, false},
 	} {
 		q, err := url.ParseQuery(tt.query)
 		if err != nil {
@@ -203,7 +208,7 @@ func TestStreamScale(t *testing.T) {
 // aspect ratio within a pixel, and never grows.
 func FuzzParseStreamQuery(f *testing.F) {
 	for _, s := range []string{"", "max_fps=30", "max_width=1280&max_height=720", "max_width=16&max_height=16383",
-		"max_width=1280&max_width=640", "max_height=%31%32%38%30", "max_fps=-1&x=y", "max_width=+1280"} {
+		"max_width=1280&max_width=640", "max_height=%31%32%38%30", "max_fps=-1&x=y", "max_width=+1280", "audio=1&ice=relay"} {
 		f.Add(s, uint16(1920), uint16(1080))
 	}
 	f.Fuzz(func(t *testing.T, raw string, w, h uint16) {

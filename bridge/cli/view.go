@@ -9,7 +9,7 @@ import (
 	"github.com/trycua/cua-spacesd/bridge/tools"
 )
 
-const viewUsage = "view SPACE [--window ID] [--view-only] [--ttl SECONDS] [--max-width PX] [--max-height PX] [--open]"
+const viewUsage = "view SPACE [--window ID] [--view-only] [--audio] [--ttl SECONDS] [--max-width PX] [--max-height PX] [--open]"
 
 // runView prints the URL of the Space's desktop viewer with a fresh
 // ticket: the page takes the ticket from the URL's fragment, so opening
@@ -22,6 +22,7 @@ func (env Env) runView(ctx context.Context, args []string) int {
 	fs := env.newFlags("view", viewUsage)
 	window := fs.Uint("window", 0, "stream this window (an id from the windows list) instead of the screen")
 	viewOnly := fs.Bool("view-only", false, "a viewer that sees but cannot send input")
+	withAudio := fs.Bool("audio", false, "the desktop's sound too (the page plays it once you click for sound); needs desktop_audio")
 	ttl := fs.Int("ttl", api.DefaultTicketTTLSeconds, "seconds the link opens the stream (an open viewer keeps reconnecting while it watches)")
 	open := fs.Bool("open", false, "open the link in the browser too: $BROWSER, else xdg-open (open on macOS); the link is then on the browser's command line for its short life")
 	maxWidth := fs.Int("max-width", 0, "scale the stream down to at most this width, keeping its aspect ratio (0 = the target's size)")
@@ -49,8 +50,13 @@ func (env Env) runView(ctx context.Context, args []string) int {
 	if err := caps.Require(feature); err != nil {
 		return env.fail(ExitFailure, err)
 	}
+	if *withAudio {
+		if err := caps.Require(api.FeatureDesktopAudio); err != nil {
+			return env.fail(ExitFailure, err)
+		}
+	}
 	ep, err := c.StreamEndpoint(ctx, api.TicketRequest{WindowID: uint32(*window), ViewOnly: *viewOnly, TTLSeconds: *ttl},
-		api.StreamOptions{MaxWidth: *maxWidth, MaxHeight: *maxHeight})
+		api.StreamOptions{MaxWidth: *maxWidth, MaxHeight: *maxHeight, Audio: *withAudio})
 	if err != nil {
 		return env.fail(ExitFailure, err)
 	}
@@ -58,6 +64,9 @@ func (env Env) runView(ctx context.Context, args []string) int {
 	mode := "full control"
 	if ep.ViewOnly {
 		mode = "view only"
+	}
+	if *withAudio {
+		mode += ", with sound"
 	}
 	fmt.Fprintf(env.Stderr, "%dx%d %s, %s; the link opens the stream until %s\n",
 		ep.FrameSize.Width, ep.FrameSize.Height, strings.ToUpper(ep.Codec), mode, ep.TicketExpiresAt.Local().Format("15:04:05"))

@@ -23,6 +23,7 @@ type streamArgs struct {
 	MaxHeight int    `json:"max_height"`
 	TicketTTL int    `json:"ticket_ttl"`
 	ViewOnly  bool   `json:"view_only"`
+	Audio     bool   `json:"audio"`
 }
 
 func streamProps(extra map[string]*jsonschema.Schema) map[string]*jsonschema.Schema {
@@ -33,6 +34,8 @@ func streamProps(extra map[string]*jsonschema.Schema) map[string]*jsonschema.Sch
 		"max_height": spacetools.Integer("Tallest frame the viewer wants, as max_width.", api.MinStreamDimension, api.MaxStreamDimension, nil),
 		"ticket_ttl": spacetools.Integer("Seconds the ticket opens the stream (a stream opened lives on until its viewer leaves).", 1, api.MaxTicketTTLSeconds, api.DefaultTicketTTLSeconds),
 		"view_only":  spacetools.Boolean("A viewer that sees but cannot send input (the Space refuses its input channels).", false),
+		"audio": spacetools.Boolean("Add the desktop's sound (Opus, in sync with the picture) to the stream: the offer URL asks for it (audio=1) "+
+			"and the viewer page plays it once the person clicks for sound. Needs the desktop_audio feature (a sound server in the Space).", false),
 	}
 	for k, v := range extra {
 		props[k] = v
@@ -82,7 +85,7 @@ func streamEndpointTool() *spacetools.Tool {
 					return nil, err
 				}
 			}
-			return endpoint(ctx, c.Space.Client, a)
+			return endpoint(ctx, c.Space.Client, c.Space.Caps, a)
 		},
 	}
 }
@@ -115,7 +118,7 @@ func streamSpaceWindowTool() *spacetools.Tool {
 				return nil, err
 			}
 			a.WindowID = w.WindowID
-			return endpoint(ctx, c.Space.Client, a)
+			return endpoint(ctx, c.Space.Client, c.Space.Caps, a)
 		},
 	}
 }
@@ -147,9 +150,14 @@ func windowByName(ctx context.Context, c *client.Client, appName, title string) 
 	return api.Window{}, api.Errorf(api.KindInvalidArgument, "%d windows match %s: %s; narrow it, or pass window_id", len(found), what, strings.Join(names, "; "))
 }
 
-func endpoint(ctx context.Context, c *client.Client, a streamArgs) (*mcpserve.Result, error) {
+func endpoint(ctx context.Context, c *client.Client, caps *api.Capabilities, a streamArgs) (*mcpserve.Result, error) {
+	if a.Audio {
+		if err := caps.Require(api.FeatureDesktopAudio); err != nil {
+			return nil, err
+		}
+	}
 	ep, err := c.StreamEndpoint(ctx, api.TicketRequest{WindowID: a.WindowID, ViewOnly: a.ViewOnly, TTLSeconds: a.TicketTTL},
-		api.StreamOptions{MaxFPS: a.MaxFPS, MaxWidth: a.MaxWidth, MaxHeight: a.MaxHeight})
+		api.StreamOptions{MaxFPS: a.MaxFPS, MaxWidth: a.MaxWidth, MaxHeight: a.MaxHeight, Audio: a.Audio})
 	if err != nil {
 		return nil, err
 	}
@@ -166,6 +174,9 @@ func endpoint(ctx context.Context, c *client.Client, a streamArgs) (*mcpserve.Re
 	mode := "full control"
 	if ep.ViewOnly {
 		mode = "view only"
+	}
+	if a.Audio {
+		what += " with its sound"
 	}
 	text := fmt.Sprintf("stream of %s (%dx%d, %s, %s); open %s\nroute: %s\nWHEP offer URL: %s (Authorization: Bearer <ticket>)\nICE servers: GET %s (Authorization: Bearer <ticket>)\nticket expires %s",
 		what, ep.FrameSize.Width, ep.FrameSize.Height, ep.Codec, mode, ep.ViewerURL, routeText(ep.Route), ep.OfferURL, ep.ICEURL,

@@ -53,6 +53,12 @@ type Config struct {
 	Logger     *slog.Logger
 	// OnEncoded, when set, is told of every frame sent (for metrics).
 	OnEncoded func(key bool, bytes int, took time.Duration)
+	// Audio, when set, opens the desktop's sound for the first viewer
+	// that asks for it (ViewerOptions.Audio); nil: the engine has none.
+	Audio func() (AudioSource, error)
+	// OnAudio, when set, is told of every 20 ms of sound encoded: sent,
+	// or left out as silence by DTX (for metrics).
+	OnAudio func(sent bool, bytes int, took time.Duration)
 }
 
 // Engine holds the captures and pipelines of the targets being watched and
@@ -60,6 +66,8 @@ type Config struct {
 type Engine struct {
 	cfg Config
 	log *slog.Logger
+	// audio is the sound of every viewer that asked for it (nil: none).
+	audio *audio
 
 	// settings are made for the first viewer: the UDP mux's reader and
 	// what pion needs for it are nothing an idle daemon should carry (a
@@ -84,7 +92,11 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{cfg: cfg, log: cfg.Logger, captures: map[string]*capture{}}, nil
+	e := &Engine{cfg: cfg, log: cfg.Logger, captures: map[string]*capture{}}
+	if cfg.Audio != nil {
+		e.audio = newAudio(cfg.Audio, cfg.Logger, cfg.OnAudio)
+	}
+	return e, nil
 }
 
 // settingEngine is what every viewer's peer connection shares, made once.
@@ -114,7 +126,7 @@ func (e *Engine) settingEngine() webrtc.SettingEngine {
 }
 
 // newAPI builds one viewer's pion API, on se (its copy of the shared
-// settings): VP8 only, NACK and RTCP reports,
+// settings): VP8, and Opus for the sound, NACK and RTCP reports,
 // TWCC feedback into a send-side estimator whose target steers the
 // encoder, and the zero playout delay. Each viewer has its own, so that
 // the estimator the congestion controller makes belongs to that viewer.
@@ -125,6 +137,9 @@ func (e *Engine) newAPI(se webrtc.SettingEngine, onEstimator func(cc.BandwidthEs
 		RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeVP8, ClockRate: 90000, RTCPFeedback: fb},
 		PayloadType:        96,
 	}, webrtc.RTPCodecTypeVideo); err != nil {
+		return nil, err
+	}
+	if err := m.RegisterCodec(webrtc.RTPCodecParameters{RTPCodecCapability: opusCodec, PayloadType: opusPayloadType}, webrtc.RTPCodecTypeAudio); err != nil {
 		return nil, err
 	}
 	if err := m.RegisterHeaderExtension(webrtc.RTPHeaderExtensionCapability{URI: PlayoutDelayURI}, webrtc.RTPCodecTypeVideo); err != nil {
@@ -354,6 +369,15 @@ func (e *Engine) Viewers() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.viewers
+}
+
+// AudioListeners is the number of viewers that asked for the sound (one
+// capture and encoder serves them all while there is any).
+func (e *Engine) AudioListeners() int {
+	if e.audio == nil {
+		return 0
+	}
+	return e.audio.listeners()
 }
 
 // TURNViewers is the number of connected viewers whose media a TURN

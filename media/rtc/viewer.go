@@ -71,6 +71,9 @@ type ViewerOptions struct {
 	// OnPath, when set, is told the way the media takes once connected,
 	// and again whenever ICE picks another pair.
 	OnPath func(api.StreamPath)
+	// Audio adds the desktop's sound to the viewer's stream, on an audio
+	// track of the same stream as its video; the offer must receive Opus.
+	Audio bool
 	// OnPeer, when set, is told the viewer's own pointer over the video
 	// (its control channel's peer messages, view-only viewers' too: it is
 	// presence, not input), with x and y in the target's pixels, at most
@@ -117,6 +120,8 @@ type Viewer struct {
 	// peers paces the viewer's peer messages to OnPeer (nil without it).
 	peers *peerLimiter
 
+	// listens is set when the viewer counts among the sound's listeners.
+	listens bool
 	// start is its way to the first frame.
 	start *startup
 	// sending (it connected: frames reach it) and hasFirst (its first
@@ -158,6 +163,9 @@ func newViewer(ctx context.Context, e *Engine, p *pipeline, offer string, o View
 	fail := func(err error) (*Viewer, string, error) {
 		v.once.Do(func() {}) // never joined: nothing for end to undo
 		_ = pc.Close()
+		if v.listens {
+			e.audio.leave()
+		}
 		v.stop(err)
 		return nil, "", err
 	}
@@ -170,6 +178,20 @@ func newViewer(ctx context.Context, e *Engine, p *pipeline, offer string, o View
 	tr, err := pc.AddTransceiverFromTrack(p.track, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly})
 	if err != nil {
 		return fail(api.Errorf(api.KindEnv, "add the video track: %v", err))
+	}
+	var audioTr *webrtc.RTPTransceiver
+	if o.Audio {
+		if e.audio == nil {
+			return fail(api.CapabilityMissing(api.FeatureDesktopAudio, "this daemon streams no sound"))
+		}
+		t, err := e.audio.join(p.track.StreamID())
+		if err != nil {
+			return fail(err)
+		}
+		v.listens = true
+		if audioTr, err = pc.AddTransceiverFromTrack(t, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly}); err != nil {
+			return fail(api.Errorf(api.KindEnv, "add the audio track: %v", err))
+		}
 	}
 	v.watchPath(tr) // before anything runs that could call it
 	relayed := watchRelayed(pc)
@@ -216,6 +238,9 @@ func newViewer(ctx context.Context, e *Engine, p *pipeline, offer string, o View
 	if tr.Mid() == "" || tr.Sender() == nil {
 		return fail(api.Errorf(api.KindInvalidArgument, "the offer has no video section that receives VP8: offer a recvonly video with VP8"))
 	}
+	if audioTr != nil && (audioTr.Mid() == "" || audioTr.Sender() == nil) {
+		return fail(api.Errorf(api.KindInvalidArgument, "the offer asked for sound (audio=1) but has no audio section that receives Opus: offer a recvonly audio with Opus"))
+	}
 	v.start.mark(&v.start.answered)
 	// Counted in place of the reservation made by Join.
 	p.mu.Lock()
@@ -223,6 +248,9 @@ func newViewer(ctx context.Context, e *Engine, p *pipeline, offer string, o View
 	p.viewers[v] = struct{}{}
 	p.mu.Unlock()
 	go v.readRTCP(tr.Sender())
+	if audioTr != nil {
+		go v.readRTCP(audioTr.Sender())
+	}
 	// An offer posted and never connected (no ICE, or no DTLS after it)
 	// would hold its viewer's slot until pion's ICE gives up, 30 s and
 	// more; whoever posts offers in a loop would hold every slot.
@@ -409,6 +437,9 @@ func (v *Viewer) end(cause error) {
 			v.opts.Input.Close()
 		}
 		v.e.leave(v.p, v)
+		if v.listens {
+			v.e.audio.leave()
+		}
 		v.leavePath()
 		if v.opts.OnClose != nil {
 			v.opts.OnClose(cause)

@@ -3,6 +3,7 @@
 package doctor
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,9 +20,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/capabilities/audio"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/capabilities/process"
 	"github.com/trycua/cua-spacesd/internal/cgroup"
+	"github.com/trycua/cua-spacesd/media/opus"
 	"github.com/trycua/cua-spacesd/spacesd/filesvc"
 	"github.com/trycua/cua-spacesd/spacesd/relaysvc"
 	"github.com/trycua/cua-spacesd/spacesd/server"
@@ -88,6 +91,7 @@ var Checks = []Check{
 	{"containment", checkContainment},
 	{"display", checkDisplay},
 	{"video encoder", checkEncoder},
+	{"sound server", checkSound},
 	{"relay", checkRelay},
 	{"tls self-signed", checkSelfSigned},
 }
@@ -295,6 +299,22 @@ func checkDisplay(ctx context.Context, o Options) Result {
 		return Result{Status: Pass, Detail: detail + ", XTEST, MIT-SHM and Composite"}
 	}
 	return Result{Status: Warn, Detail: detail + "; missing: " + strings.Join(missing, ", "), Fix: strings.Join(fixes, "; ")}
+}
+
+// checkSound looks for the sound server desktop_audio captures (as the
+// daemon finds it: PULSE_SERVER, else the user's runtime directory) and
+// whether this build has Opus. Sound is optional: a warning at most.
+func checkSound(ctx context.Context, _ Options) Result {
+	if !opus.Available {
+		return Result{Status: Warn, Detail: "desktop_audio is unavailable: " + opus.Limitation,
+			Fix: "use the Linux release build of cua-spacesd, or make build with a C compiler, libvpx-dev and libopus-dev installed"}
+	}
+	if err := audio.Probe(ctx, audio.Options{}); err != nil {
+		e := api.AsError(err)
+		return Result{Status: Warn, Detail: "desktop_audio is unavailable: " + cmp.Or(e.Limitation, e.Message),
+			Fix: "start PulseAudio (or PipeWire with pipewire-pulse) in the guest as the daemon's user, or set PULSE_SERVER for the daemon; the stream works without sound"}
+	}
+	return Result{Status: Pass, Detail: "a sound server answers with a default sink: the stream can carry the desktop's sound (desktop_audio, Opus " + opus.Version() + ")"}
 }
 
 // checkRelay looks at the relay the flags or the state dir name: its

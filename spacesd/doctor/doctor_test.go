@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trycua/cua-spacesd/capabilities/audio/audiotest"
 	"github.com/trycua/cua-spacesd/internal/tlstest"
+	"github.com/trycua/cua-spacesd/media/opus"
 	"github.com/trycua/cua-spacesd/media/vp8"
 	"github.com/trycua/cua-spacesd/spacesd/doctor"
 	"github.com/trycua/cua-spacesd/spacesd/server"
@@ -149,5 +151,36 @@ func TestDoctorSelfSigned(t *testing.T) {
 				t.Fatalf("tls self-signed = %+v, want %s (with a fix: %v)", got, tt.want, needsFix)
 			}
 		})
+	}
+}
+
+// TestDoctorSound: with a real sound server (PULSE_SERVER, as the daemon
+// finds it) the sound check passes in a build with Opus; with none it
+// warns (the stream works without sound) and says what to start.
+func TestDoctorSound(t *testing.T) {
+	audiotest.Require(t)
+	srv := audiotest.StartPulse(t)
+	for _, tt := range []struct {
+		server string
+		want   doctor.Status
+	}{
+		{srv.Addr, doctor.Pass},
+		{"unix:" + filepath.Join(t.TempDir(), "none"), doctor.Warn},
+	} {
+		t.Setenv("PULSE_SERVER", tt.server)
+		var out, errb bytes.Buffer
+		doctor.Main([]string{"--json", "--state-dir", t.TempDir()}, &out, &errb, "test")
+		var rep doctor.Report
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, out.String())
+		}
+		got := statusOf(t, rep, "sound server")
+		want := tt.want
+		if !opus.Available {
+			want = doctor.Warn
+		}
+		if got.Status != want || want == doctor.Warn && (got.Detail == "" || got.Fix == "") {
+			t.Fatalf("sound server check with PULSE_SERVER=%s: %+v; want %s", tt.server, got, want)
+		}
 	}
 }

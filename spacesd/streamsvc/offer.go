@@ -57,6 +57,12 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32)
 		httpapi.WriteError(w, errRelayOnlyNoTURN)
 		return
 	}
+	if so.Audio {
+		if st := s.audioFeature(r.Context()); !st.Supported {
+			httpapi.WriteError(w, api.CapabilityMissing(api.FeatureDesktopAudio, st.Limitation))
+			return
+		}
+	}
 	offer, err := io.ReadAll(io.LimitReader(r.Body, rtc.MaxOfferBytes+1))
 	if err != nil {
 		httpapi.WriteError(w, api.Errorf(api.KindInvalidArgument, "read the offer: %v", err))
@@ -88,7 +94,7 @@ func (s *Service) offer(w http.ResponseWriter, r *http.Request, windowID uint32)
 		input = s.newInput(tg)
 	}
 	v, answer, err := s.engine.Join(ctx, rtc.Target{Key: target, Open: s.opener(windowID)}, string(offer), rtc.ViewerOptions{
-		ViewOnly: viewOnly, MaxFPS: so.MaxFPS, MaxWidth: so.MaxWidth, MaxHeight: so.MaxHeight, Input: input,
+		ViewOnly: viewOnly, MaxFPS: so.MaxFPS, MaxWidth: so.MaxWidth, MaxHeight: so.MaxHeight, Audio: so.Audio, Input: input,
 		Control: s.control(id, windowID, caller.Ticket), ConnectTimeout: s.connectTimeout,
 		OnPeer:     func(x, y int, away bool) { s.presence.move(id, x, y, away) },
 		ICEServers: ice.ICEServers, RelayOnly: so.ICE == api.ICERelay, TURNTLS: ice.tls,

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/capabilities/audio"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/media/rtc"
 	"github.com/trycua/cua-spacesd/media/viewer"
@@ -46,6 +47,9 @@ type Options struct {
 	// ConnectTimeout ends a viewer that has not connected that long
 	// after its answer (0: api.StreamConnectTimeout); tests shorten it.
 	ConnectTimeout time.Duration
+	// Audio says where the desktop's sound comes from (desktop_audio):
+	// the guest's sound server, found as its clients find it unless set.
+	Audio audio.Options
 }
 
 // TokenReservedViewers of the daemon's rtc.MaxViewers are kept for the
@@ -73,6 +77,15 @@ const (
 	MetricEncodeMicros = "cua_spacesd_stream_encode_microseconds_total"
 	// MetricKeyframeEncodeMicros is the encoder's time on keyframes alone.
 	MetricKeyframeEncodeMicros = "cua_spacesd_stream_keyframe_encode_microseconds_total"
+	// The sound (desktop_audio): its listeners (one capture and encoder
+	// while there is any), the 20 ms frames captured, the packets sent
+	// of them (DTX leaves silence unsent), their bytes and the encoder's
+	// time.
+	MetricAudioListeners    = "cua_spacesd_stream_audio_listeners"
+	MetricAudioFrames       = "cua_spacesd_stream_audio_frames_total"
+	MetricAudioPackets      = "cua_spacesd_stream_audio_packets_total"
+	MetricAudioBytes        = "cua_spacesd_stream_audio_bytes_total"
+	MetricAudioEncodeMicros = "cua_spacesd_stream_audio_encode_microseconds_total"
 )
 
 // Service serves desktop_stream and window_stream.
@@ -86,6 +99,7 @@ type Service struct {
 	captures server.Counter
 	// limitation says why the streams cannot run ("" when they can).
 	limitation string
+	audio      audio.Options
 
 	base context.Context // ends at Close: every viewer's sessions hang off it
 	stop context.CancelFunc
@@ -132,12 +146,16 @@ func New(d *desktop.Desktop, o Options) server.NewService {
 	return func(h server.Host) (server.Service, error) {
 		s := &Service{host: h, d: d, log: h.Log.With("service", "stream"), sessions: map[string]*session{},
 			perTicket: map[string]int{}, presence: newPresence(), captures: h.Metrics.Counter(MetricCaptures), page: viewer.New(),
-			connectTimeout: cmp.Or(o.ConnectTimeout, api.StreamConnectTimeout)}
+			connectTimeout: cmp.Or(o.ConnectTimeout, api.StreamConnectTimeout), audio: o.Audio}
+		if s.audio.Logger == nil {
+			s.audio.Logger = s.log
+		}
 		s.base, s.stop = context.WithCancel(context.Background())
 		h.Metrics.Gauge(MetricStreams, func() float64 { return float64(s.streams()) })
 		h.Metrics.Gauge(MetricSources, func() float64 { return float64(s.sources()) })
 		h.Metrics.Gauge(MetricViewers, func() float64 { return float64(s.viewers()) })
 		h.Metrics.Gauge(MetricViewersTURN, func() float64 { return float64(s.turnViewers()) })
+		h.Metrics.Gauge(MetricAudioListeners, func() float64 { return float64(s.audioListeners()) })
 		h.Metrics.Counter(MetricPointerDropped) // listed from the start, at zero
 		h.Metrics.Counter(MetricKeysDropped)
 		if !vp8.Available {
@@ -179,7 +197,9 @@ func (s *Service) listen(o Options) error {
 	frames, keys := s.host.Metrics.Counter(MetricFrames), s.host.Metrics.Counter(MetricKeyframes)
 	bytes, encode := s.host.Metrics.Counter(MetricFrameBytes), s.host.Metrics.Counter(MetricEncodeMicros)
 	keyEncode := s.host.Metrics.Counter(MetricKeyframeEncodeMicros)
-	cfg := rtc.Config{UDP: udp, NAT1To1IPs: o.NAT1To1IPs, Logger: s.log,
+	audioFrames, audioPackets := s.host.Metrics.Counter(MetricAudioFrames), s.host.Metrics.Counter(MetricAudioPackets)
+	audioBytes, audioEncode := s.host.Metrics.Counter(MetricAudioBytes), s.host.Metrics.Counter(MetricAudioEncodeMicros)
+	cfg := rtc.Config{UDP: udp, NAT1To1IPs: o.NAT1To1IPs, Logger: s.log, Audio: s.openAudio,
 		OnEncoded: func(key bool, n int, took time.Duration) {
 			frames.Add(1)
 			if key {
@@ -188,6 +208,14 @@ func (s *Service) listen(o Options) error {
 			}
 			bytes.Add(int64(n))
 			encode.Add(took.Microseconds())
+		},
+		OnAudio: func(sent bool, n int, took time.Duration) {
+			audioFrames.Add(1)
+			if sent {
+				audioPackets.Add(1)
+				audioBytes.Add(int64(n))
+			}
+			audioEncode.Add(took.Microseconds())
 		}}
 	if o.ICETCPAddr != "" {
 		ln, err := net.Listen("tcp4", o.ICETCPAddr)
@@ -249,6 +277,7 @@ func (s *Service) Features() map[api.Feature]server.Probe {
 	return map[api.Feature]server.Probe{
 		api.FeatureDesktopStream: probe(api.FeatureScreenshot),
 		api.FeatureWindowStream:  probe(api.FeatureWindows),
+		api.FeatureDesktopAudio:  s.audioFeature,
 	}
 }
 
@@ -291,6 +320,13 @@ func (s *Service) viewers() int {
 		return 0
 	}
 	return s.engine.Viewers()
+}
+
+func (s *Service) audioListeners() int {
+	if s.engine == nil {
+		return 0
+	}
+	return s.engine.AudioListeners()
 }
 
 func (s *Service) turnViewers() int {

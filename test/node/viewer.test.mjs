@@ -26,6 +26,7 @@ const load = (name) => import(pathToFileURL(path.join(modules, name)).href);
 const { offerPath, pagePrefix, readLink } = await load('link.js');
 const { gathered, readICEServers, wantsKeyframe } = await load('session.js');
 const { Hud } = await load('hud.js');
+const { Sound } = await load('sound.js');
 
 const b64url = (s) => Buffer.from(s).toString('base64url');
 // A ticket as the daemon spells it; the page reads its claims, never its
@@ -287,5 +288,16 @@ describe('viewer asks for a lost first keyframe', () => {
   });
   it('not once a frame was decoded', () => {
     assert.equal(wantsKeyframe(1, 1000, 100000), false);
+  });
+});
+
+describe('the sound', () => {
+  it('is asked for only when the offer URL says audio=1', () => {
+    assert.equal(Sound.wanted('https://box.example/v1/stream/screen?audio=1'), true);
+    assert.equal(Sound.wanted('https://relay.example/c/box/v1/stream/windows/7?max_fps=20&audio=1'), true);
+    assert.equal(Sound.wanted('https://box.example/v1/stream/screen?audio=0'), false);
+    assert.equal(Sound.wanted('https://box.example/v1/stream/screen?max_fps=30'), false);
+    assert.equal(Sound.wanted('https://box.example/v1/stream/screen#audio=1'), false);
+    assert.equal(Sound.wanted('not a url'), false);
   });
 });

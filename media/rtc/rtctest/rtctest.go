@@ -35,14 +35,28 @@ type Frame struct {
 	Data    []byte
 	Key     bool
 	Arrived time.Time
+	// Timestamp is its RTP timestamp (90 kHz): SenderReport's Wall maps
+	// it to the sender's clock.
+	Timestamp uint32
 	// Width and Height are read from a keyframe's header (0 otherwise).
 	Width, Height int
 	// PlayoutDelay says the frame's packets carried the zero playout delay.
 	PlayoutDelay bool
 }
 
+// AudioPacket is one Opus packet as it arrived.
+type AudioPacket struct {
+	Payload        []byte
+	Timestamp      uint32
+	SequenceNumber uint16
+	Marker         bool
+	Arrived        time.Time
+}
+
 // Options shape the receiver's offer.
 type Options struct {
+	// Audio offers to receive Opus too (the daemon sends it on audio=1).
+	Audio bool
 	// Channels are the data channels to open (api.ChannelInput, ...).
 	Channels []string
 	// NoCandidates sends the offer before any candidate is gathered, as
@@ -66,8 +80,10 @@ type Options struct {
 
 // Receiver is one viewer.
 type Receiver struct {
-	PC       *webrtc.PeerConnection
-	Frames   chan Frame
+	PC     *webrtc.PeerConnection
+	Frames chan Frame
+	// Audio are the Opus packets of the audio track (Options.Audio).
+	Audio    chan AudioPacket
 	Channels map[string]*webrtc.DataChannel
 	// Messages are the texts received on each channel.
 	Messages map[string]chan string
@@ -79,6 +95,7 @@ type Receiver struct {
 
 	mu     sync.Mutex
 	ssrc   uint32
+	srs    map[webrtc.RTPCodecType]SenderReport // the latest of each track
 	tracks chan *webrtc.TrackRemote
 }
 
@@ -96,6 +113,14 @@ func New(t testing.TB, o Options) *Receiver {
 	}
 	if err := m.RegisterHeaderExtension(webrtc.RTPHeaderExtensionCapability{URI: rtc.PlayoutDelayURI}, webrtc.RTPCodecTypeVideo); err != nil {
 		t.Fatal(err)
+	}
+	if o.Audio {
+		if err := m.RegisterCodec(webrtc.RTPCodecParameters{
+			RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeOpus, ClockRate: 48000, Channels: 2, SDPFmtpLine: "minptime=10;useinbandfec=1"},
+			PayloadType:        111,
+		}, webrtc.RTPCodecTypeAudio); err != nil {
+			t.Fatal(err)
+		}
 	}
 	reg := &interceptor.Registry{}
 	if err := webrtc.RegisterDefaultInterceptors(m, reg); err != nil {
@@ -137,10 +162,16 @@ func New(t testing.TB, o Options) *Receiver {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = pc.Close() })
-	r := &Receiver{PC: pc, Frames: make(chan Frame, 256), Channels: map[string]*webrtc.DataChannel{},
-		Messages: map[string]chan string{}, Closed: map[string]chan struct{}{}, tracks: make(chan *webrtc.TrackRemote, 1), relayOnly: o.RelayOnly}
+	r := &Receiver{PC: pc, Frames: make(chan Frame, 256), Audio: make(chan AudioPacket, 1024), Channels: map[string]*webrtc.DataChannel{},
+		Messages: map[string]chan string{}, Closed: map[string]chan struct{}{}, tracks: make(chan *webrtc.TrackRemote, 1), relayOnly: o.RelayOnly,
+		srs: map[webrtc.RTPCodecType]SenderReport{}}
 	if _, err := pc.AddTransceiverFromKind(webrtc.RTPCodecTypeVideo, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionRecvonly}); err != nil {
 		t.Fatal(err)
+	}
+	if o.Audio {
+		if _, err := pc.AddTransceiverFromKind(webrtc.RTPCodecTypeAudio, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionRecvonly}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, label := range o.Channels {
 		init := &webrtc.DataChannelInit{}
@@ -162,7 +193,12 @@ func New(t testing.TB, o Options) *Receiver {
 		dc.OnClose(func() { close(closed) })
 		r.Channels[label], r.Messages[label], r.Closed[label] = dc, msgs, closed
 	}
-	pc.OnTrack(func(tr *webrtc.TrackRemote, _ *webrtc.RTPReceiver) {
+	pc.OnTrack(func(tr *webrtc.TrackRemote, rc *webrtc.RTPReceiver) {
+		go r.readReports(tr.Kind(), tr.Codec().ClockRate, rc)
+		if tr.Kind() == webrtc.RTPCodecTypeAudio {
+			go r.readAudio(tr)
+			return
+		}
 		r.mu.Lock()
 		r.ssrc = uint32(tr.SSRC())
 		r.mu.Unlock()
@@ -249,7 +285,7 @@ func (r *Receiver) read(tr *webrtc.TrackRemote) {
 		if !pkt.Marker || broken || len(buf) < 3 {
 			continue
 		}
-		f := Frame{Data: append([]byte(nil), buf...), Key: buf[0]&1 == 0, Arrived: time.Now(), PlayoutDelay: hasDelay}
+		f := Frame{Data: append([]byte(nil), buf...), Key: buf[0]&1 == 0, Arrived: time.Now(), Timestamp: ts, PlayoutDelay: hasDelay}
 		if f.Key && len(buf) >= 10 {
 			f.Width = int(binary.LittleEndian.Uint16(buf[6:]) & 0x3fff)
 			f.Height = int(binary.LittleEndian.Uint16(buf[8:]) & 0x3fff)
@@ -260,6 +296,79 @@ func (r *Receiver) read(tr *webrtc.TrackRemote) {
 		}
 		started = false
 	}
+}
+
+// readAudio hands on the audio track's packets until it ends.
+func (r *Receiver) readAudio(tr *webrtc.TrackRemote) {
+	defer close(r.Audio)
+	for {
+		pkt, _, err := tr.ReadRTP()
+		if err != nil {
+			return
+		}
+		if len(pkt.Payload) == 0 {
+			continue
+		}
+		select {
+		case r.Audio <- AudioPacket{Payload: append([]byte(nil), pkt.Payload...), Timestamp: pkt.Timestamp,
+			SequenceNumber: pkt.SequenceNumber, Marker: pkt.Marker, Arrived: time.Now()}:
+		default: // a test that stopped reading: drop
+		}
+	}
+}
+
+// SenderReport is a track's RTCP sender report: the sender's wall clock
+// (NTP) and the RTP time it says matches it, which is how a receiver puts
+// the tracks of one stream on one clock (lip sync).
+type SenderReport struct {
+	NTP       time.Time
+	RTP       uint32
+	ClockRate uint32
+	Arrived   time.Time
+}
+
+// Wall is the sender's wall time of RTP timestamp ts by this report. The
+// difference is taken as an int32, so that a wrap of the 32-bit
+// timestamps between the two does not matter.
+func (s SenderReport) Wall(ts uint32) time.Time {
+	return s.NTP.Add(time.Duration(int32(ts-s.RTP)) * time.Second / time.Duration(s.ClockRate))
+}
+
+// SenderReport answers the latest sender report of the track of kind
+// (video or audio), and whether one came yet (pion sends one a second).
+func (r *Receiver) SenderReport(kind webrtc.RTPCodecType) (SenderReport, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sr, ok := r.srs[kind]
+	return sr, ok
+}
+
+// readReports keeps the latest sender report of a track until its
+// receiver stops.
+func (r *Receiver) readReports(kind webrtc.RTPCodecType, clockRate uint32, rc *webrtc.RTPReceiver) {
+	for {
+		pkts, _, err := rc.ReadRTCP()
+		if err != nil {
+			return
+		}
+		for _, p := range pkts {
+			if sr, ok := p.(*rtcp.SenderReport); ok && clockRate > 0 {
+				r.mu.Lock()
+				r.srs[kind] = SenderReport{NTP: ntpTime(sr.NTPTime), RTP: sr.RTPTime, ClockRate: clockRate, Arrived: time.Now()}
+				r.mu.Unlock()
+			}
+		}
+	}
+}
+
+// ntpEpochOffset is the seconds from NTP's epoch (1900) to Unix's (1970).
+const ntpEpochOffset = 2208988800
+
+// ntpTime converts a 64-bit NTP timestamp (seconds since 1900 in the
+// upper half, the fraction in the lower) to a time.
+func ntpTime(ntp uint64) time.Time {
+	sec, frac := int64(ntp>>32)-ntpEpochOffset, ntp&0xffffffff
+	return time.Unix(sec, int64((frac*uint64(time.Second))>>32))
 }
 
 func (r *Receiver) extensionID(uri string) int {

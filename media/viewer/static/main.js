@@ -8,6 +8,7 @@ import { Input } from './input.js';
 import { CursorView } from './cursor.js';
 import { Hud } from './hud.js';
 import { Peers } from './peers.js';
+import { Sound } from './sound.js';
 import { frameRect, toStream } from './geometry.js';
 
 function main() {
@@ -47,6 +48,7 @@ function main() {
 	}
 
 	const cursor = new CursorView($('cursor'), video);
+	const sound = new Sound({ doc: document, video, button: $('sound'), level: $('level') });
 	let input = null;
 	// The session is made below; the pointer's first move comes after.
 	let session = null;
@@ -59,6 +61,9 @@ function main() {
 					video.srcObject = stream;
 				}
 				video.play().catch(() => {});
+				if (stream.getAudioTracks().length > 0) {
+					sound.onTrack(stream);
+				}
 				if ('requestVideoFrameCallback' in video) {
 					video.requestVideoFrameCallback(() => mark('first-frame'));
 				}
@@ -130,6 +135,9 @@ function main() {
 		}
 		field.focus({ preventScroll: true });
 	});
+	// The sound's button keeps no focus: the keys go on to the Space (on
+	// the button, Space and Enter would mute it instead).
+	$('sound').addEventListener('click', () => field.focus({ preventScroll: true }));
 	video.addEventListener('resize', () => cursor.schedule());
 	session.start();
 }

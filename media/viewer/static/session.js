@@ -9,6 +9,7 @@
 // Space is reached through the relay.
 
 import { parseTicket, storeLink } from './link.js';
+import { Sound } from './sound.js';
 
 const offerTimeout = 10000; // ms for the daemon's answer to an offer
 const iceTimeout = 5000; // ms for the answer of the ICE servers' route
@@ -135,6 +136,9 @@ export class Session {
 		// zero playout delay).
 		if ('jitterBufferTarget' in tr.receiver) {
 			tr.receiver.jitterBufferTarget = 0;
+		}
+		if (Sound.wanted(this.offer)) {
+			pc.addTransceiver('audio', { direction: 'recvonly' });
 		}
 		c.channels.control = pc.createDataChannel('control');
 		if (!this.viewOnly) {
