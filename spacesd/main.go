@@ -24,6 +24,7 @@ import (
 	"syscall"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/capabilities/audio/pulseserver"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/capabilities/process"
 	"github.com/trycua/cua-spacesd/internal/cgroup"
@@ -154,17 +155,21 @@ func serveWith(ctx context.Context, args []string, stdout, stderr io.Writer, def
 		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
 		return 1
 	}
-	var xauthority string
+	var xauthority, pulseServer string
 	if *xvfb && *display == "" {
 		v, xauth, err := startVirtual(log)
 		if err != nil {
 			fmt.Fprintf(stderr, "cua-spacesd: --xvfb: %v\n", err)
 			return 1
 		}
-		defer os.RemoveAll(filepath.Dir(xauth)) // after the display is gone
+		defer os.RemoveAll(filepath.Dir(xauth)) // after the display and the sound are gone
 		defer v.Close()
 		*display, xauthority = v.Display(), xauth
 		log.Info("started a virtual display", "display", *display)
+		if pa := startSound(filepath.Dir(xauth), log); pa != nil {
+			defer pa.Close() // after the daemon's stream let go of it
+			pulseServer = pa.Addr
+		}
 	}
 	// Listen first: the media may take the port the listener got (--listen
 	// PORT 0 included) when its default is taken.
@@ -174,7 +179,7 @@ func serveWith(ctx context.Context, args []string, stdout, stderr io.Writer, def
 		return 1
 	}
 	srv, err := daemon.New(daemon.Options{Version: version, Auth: auth, Logger: log, Display: *display, Xauthority: xauthority,
-		Process: po, Files: filesvc.Options{StateDir: *stateDir}, Stream: media.options(addr, ln.Addr().(*net.TCPAddr).Port), TLS: tlsConfig, MCP: mcpOpts,
+		PulseServer: pulseServer, Process: po, Files: filesvc.Options{StateDir: *stateDir}, Stream: media.options(addr, ln.Addr().(*net.TCPAddr).Port), TLS: tlsConfig, MCP: mcpOpts,
 		Relay: relayf.options(*stateDir, version)})
 	if err != nil {
 		ln.Close()
@@ -241,6 +246,41 @@ func startVirtual(log *slog.Logger) (*desktop.Virtual, string, error) {
 	}
 	return v, xauth, nil
 }
+
+// startSound starts the sound of the daemon's own display (--xvfb): a
+// private PulseAudio with a null sink "cua" as its default sink, in a
+// directory beside the display's cookie (a 0700 one inside dir). Its
+// socket lets clients in without a cookie (auth-anonymous): the
+// directories' modes already keep out every user but the daemon's, as
+// for the display's cookie. It answers nil, and the daemon runs on
+// without sound (desktop_audio says why), when the daemon was given a
+// sound server (PULSE_SERVER), when pulseaudio is not installed, or when
+// it does not start.
+func startSound(dir string, log *slog.Logger) *pulseserver.Server {
+	if os.Getenv("PULSE_SERVER") != "" {
+		log.Info("--xvfb: using the sound server of PULSE_SERVER", "pulse_server", os.Getenv("PULSE_SERVER"))
+		return nil
+	}
+	if !pulseserver.Available() {
+		log.Warn("--xvfb: no sound: pulseaudio is not installed (apt-get install pulseaudio)")
+		return nil
+	}
+	sound := filepath.Join(dir, "pulse")
+	if err := os.Mkdir(sound, 0o700); err != nil {
+		log.Warn("--xvfb: no sound", "err", err)
+		return nil
+	}
+	pa, err := pulseserver.Start(context.Background(), sound, pulseserver.Options{Sink: soundSink, Anonymous: true})
+	if err != nil {
+		log.Warn("--xvfb: no sound: the sound server did not start", "err", err)
+		return nil
+	}
+	log.Info("started a sound server", "pulse_server", pa.Addr, "sink", pa.Sink)
+	return pa
+}
+
+// soundSink is the null sink of the daemon's own sound server (--xvfb).
+const soundSink = "cua"
 
 // buildAuth picks the token source: at most one of flag, file and env.
 func buildAuth(flagToken, file, envToken string, log *slog.Logger) (*server.Auth, error) {

@@ -3,7 +3,9 @@
 // monitor, in 20 ms frames stamped with the time they were played, for
 // the stream. It speaks PulseAudio's native protocol in Go (internal/pulse:
 // no cgo, the binary stays static), so it works with PulseAudio and with
-// PipeWire's pipewire-pulse alike; it starts no sound server itself.
+// PipeWire's pipewire-pulse alike. It starts no sound server itself,
+// but pulseserver's private PulseAudio, which the daemon starts beside
+// its own X server (--xvfb) and the tests use.
 //
 // A Capture is one connection and one record stream. It does not
 // reconnect: a server that goes away ends it with an error of kind env,

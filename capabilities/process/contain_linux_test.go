@@ -283,18 +283,22 @@ func TestExecE2BIG(t *testing.T) {
 	}
 }
 
-// TestDisplayGoesToChildren: a manager given a display hands it to every
-// child as DISPLAY, unless the request sets its own.
+// TestDisplayGoesToChildren: a manager given a display (its cookie, its
+// sound server) hands it to every child as DISPLAY (XAUTHORITY,
+// PULSE_SERVER), unless the request sets its own.
 func TestDisplayGoesToChildren(t *testing.T) {
 	t.Parallel()
-	m := newManager(t, process.Options{Display: ":42"})
+	m := newManager(t, process.Options{Display: ":42", Xauthority: "/x/cookie", PulseServer: "unix:/x/pulse/native"})
 	for _, tc := range []struct {
 		env  map[string]string
 		want string
-	}{{nil, ":42\n"}, {map[string]string{"DISPLAY": ":7"}, ":7\n"}} {
-		res, err := m.Exec(t.Context(), api.ExecRequest{Command: api.Command{Shell: "echo $DISPLAY", Env: tc.env}})
+	}{
+		{nil, ":42 /x/cookie unix:/x/pulse/native\n"},
+		{map[string]string{"DISPLAY": ":7", "XAUTHORITY": "/y", "PULSE_SERVER": "tcp:h"}, ":7 /y tcp:h\n"},
+	} {
+		res, err := m.Exec(t.Context(), api.ExecRequest{Command: api.Command{Shell: "echo $DISPLAY $XAUTHORITY $PULSE_SERVER", Env: tc.env}})
 		if err != nil || res.Stdout != tc.want {
-			t.Errorf("DISPLAY with env %v: %+v, %v; want %q", tc.env, res, err, tc.want)
+			t.Errorf("with env %v: %+v, %v; want %q", tc.env, res, err, tc.want)
 		}
 	}
 }

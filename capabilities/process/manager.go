@@ -105,6 +105,10 @@ type Options struct {
 	// Xauthority, when set, is likewise its XAUTHORITY: the cookie of a
 	// display the daemon started, which lets in nobody else.
 	Display, Xauthority string
+	// PulseServer, when set, is likewise its PULSE_SERVER: the sound
+	// server the daemon started beside its display, so that what a child
+	// plays goes to the desktop's sink.
+	PulseServer string
 }
 
 func (o *Options) fill() {
@@ -151,7 +155,7 @@ func (o *Options) fill() {
 type Manager struct {
 	opts    Options
 	log     *slog.Logger
-	env     []string // children's base environment (BaseEnv, DISPLAY)
+	env     []string // children's base environment (BaseEnv, DISPLAY, ...)
 	contain containment
 	// resetOOM says children must not inherit the daemon's negative OOM bias.
 	resetOOM bool
@@ -189,6 +193,9 @@ func NewManager(opts Options) *Manager {
 	}
 	if opts.Display != "" {
 		env = setEnv(env, "DISPLAY", opts.Display)
+	}
+	if opts.PulseServer != "" {
+		env = setEnv(env, "PULSE_SERVER", opts.PulseServer)
 	}
 	contain, err := openContainment(&opts)
 	if err != nil {

@@ -36,6 +36,11 @@ type Options struct {
 	// Xauthority is the cookie file of Display when the daemon started
 	// that display itself (--xvfb): the desktop and every child use it.
 	Xauthority string
+	// PulseServer is the address of the sound server the daemon started
+	// beside its display (--xvfb), in PULSE_SERVER's syntax: the stream
+	// captures it (unless Stream.Audio.Server says otherwise) and every
+	// child gets it as PULSE_SERVER.
+	PulseServer string
 	// Process adjusts the process manager (limits, containment, clock).
 	Process process.Options
 	// Files adjusts the files service (its state directory).
@@ -72,6 +77,12 @@ func New(o Options) (*server.Server, error) {
 	}
 	if po.Xauthority == "" {
 		po.Xauthority = o.Xauthority
+	}
+	if po.PulseServer == "" {
+		po.PulseServer = o.PulseServer
+	}
+	if o.Stream.Audio.Server == "" {
+		o.Stream.Audio.Server = o.PulseServer
 	}
 	procs := process.NewManager(po)
 	if o.MCP.Version == "" {

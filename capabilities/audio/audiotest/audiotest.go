@@ -13,16 +13,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/trycua/cua-spacesd/capabilities/audio/pulseserver"
 	"github.com/trycua/cua-spacesd/internal/testenv"
 )
 
@@ -37,10 +34,8 @@ const (
 	// SinkName is the null sink every server has (unless NoSink), its
 	// default sink; its monitor is SinkName + ".monitor".
 	SinkName = "audiotest"
-	// startTimeout bounds the server's start; stopTimeout its exit after
-	// SIGTERM, before SIGKILL.
+	// startTimeout bounds the server's start.
 	startTimeout = 15 * time.Second
-	stopTimeout  = 5 * time.Second
 	// playLatency is the buffer paplay asks for, as a player wanting low
 	// latency would (paplay's default is 2 s, over which short sounds
 	// wait before they start). 20 ms underran while a stream test's
@@ -55,7 +50,7 @@ type Options struct {
 	NoSink bool
 }
 
-// Server is a running private PulseAudio.
+// Server is a running private PulseAudio (a pulseserver.Server).
 type Server struct {
 	// Addr is the server's address ("unix:/path"), for PULSE_SERVER or
 	// audio.Options.Server.
@@ -65,11 +60,7 @@ type Server struct {
 	// Cookie is the file of the server's authentication cookie.
 	Cookie string
 
-	dir    string
-	cmd    *exec.Cmd
-	exited chan struct{}
-	output *testenv.SyncBuffer
-	stop   sync.Once
+	srv *pulseserver.Server
 }
 
 // Require skips the test (fails it under CI=true) when PulseAudio or its
@@ -101,141 +92,34 @@ func StartPulseWith(t testing.TB, opts Options) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	for _, sub := range []string{"run", "state", "config"} {
-		if err := os.Mkdir(filepath.Join(dir, sub), 0o700); err != nil {
-			t.Fatal(err)
-		}
+	so := pulseserver.Options{Sink: SinkName}
+	if opts.NoSink {
+		so.Sink = ""
 	}
-	socket := filepath.Join(dir, "native")
-	s := &Server{
-		Addr:   "unix:" + socket,
-		Cookie: filepath.Join(dir, "cookie"),
-		dir:    dir,
-		exited: make(chan struct{}),
-		output: &testenv.SyncBuffer{},
-	}
-	var script strings.Builder
-	if !opts.NoSink {
-		s.Sink = SinkName
-		fmt.Fprintf(&script, "load-module module-null-sink sink_name=%s format=s16le rate=%d channels=%d sink_properties=device.description=%s\n",
-			SinkName, SampleRate, Channels, SinkName)
-		fmt.Fprintf(&script, "set-default-sink %s\n", SinkName)
-	}
-	// Last: a client that reaches the socket finds the sink in place.
-	fmt.Fprintf(&script, "load-module module-native-protocol-unix socket=%s auth-cookie=%s\n", socket, s.Cookie)
-	scriptPath := filepath.Join(dir, "script.pa")
-	if err := os.WriteFile(scriptPath, []byte(script.String()), 0o600); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	srv, err := pulseserver.Start(ctx, dir, so)
+	if err != nil {
 		t.Fatal(err)
 	}
-	// A client that cannot reach the server must fail, not start one.
-	if err := os.WriteFile(filepath.Join(dir, "client.conf"), []byte("autospawn = no\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-
-	s.cmd = exec.Command("pulseaudio",
-		"-n", "--file="+scriptPath, // no default.pa: only what the script loads
-		"--daemonize=no", "--use-pid-file=no", "--system=no",
-		"--exit-idle-time=-1",
-		// No rtkit (over the system bus), no CPU-time watchdog, which
-		// kills a server starved on a loaded test machine.
-		"--realtime=no", "--high-priority=no", "--no-cpu-limit=yes",
-		"--log-target=stderr", "--log-level=notice")
-	s.cmd.Env = s.env(false)
-	s.cmd.Dir = dir
-	s.cmd.Stdout = s.output
-	s.cmd.Stderr = s.output
-	s.cmd.SysProcAttr = procAttr()
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("start pulseaudio: %v", err)
-	}
-	go func() {
-		_ = s.cmd.Wait()
-		close(s.exited)
-	}()
-	t.Cleanup(s.shutdown)
-	if err := s.waitReady(socket); err != nil {
-		t.Fatalf("pulseaudio: %v\n%s", err, s.output)
-	}
-	return s
-}
-
-// waitReady waits until the socket takes a connection: the script loads
-// the protocol module last, so the server is then ready.
-func (s *Server) waitReady(socket string) error {
-	deadline := time.Now().Add(startTimeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		c, err := net.DialTimeout("unix", socket, time.Second)
-		if err == nil {
-			_ = c.Close()
-			return nil
-		}
-		select {
-		case <-s.exited:
-			return fmt.Errorf("exited before its socket %s took a connection (%s)", socket, s.cmd.ProcessState)
-		case <-tick.C:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("socket %s took no connection within %v: %w", socket, startTimeout, err)
-		}
-	}
-}
-
-// env is the environment of the server (client false) or of a client of
-// it: everything under the server's directory, no D-Bus, no display.
-func (s *Server) env(client bool) []string {
-	env := []string{
-		"PATH=" + os.Getenv("PATH"),
-		"LANG=C",
-		"HOME=" + s.dir,
-		"XDG_RUNTIME_DIR=" + filepath.Join(s.dir, "run"),
-		"XDG_CONFIG_HOME=" + filepath.Join(s.dir, "config"),
-		"PULSE_RUNTIME_PATH=" + filepath.Join(s.dir, "run"),
-		"PULSE_STATE_PATH=" + filepath.Join(s.dir, "state"),
-		"PULSE_CLIENTCONFIG=" + filepath.Join(s.dir, "client.conf"),
-		// A bus address that answers nothing: libdbus would otherwise
-		// try to autolaunch a session bus, which outlives the test.
-		"DBUS_SESSION_BUS_ADDRESS=unix:path=" + filepath.Join(s.dir, "no-dbus"),
-	}
-	if client {
-		env = append(env, "PULSE_SERVER="+s.Addr, "PULSE_COOKIE="+s.Cookie)
-	}
-	return env
+	t.Cleanup(srv.Close) // before the directory goes (cleanups run last first)
+	return &Server{Addr: srv.Addr, Sink: srv.Sink, Cookie: srv.Cookie, srv: srv}
 }
 
 // Env is the environment a client of this server runs in (paplay,
 // pactl, a daemon under test): PULSE_SERVER, PULSE_COOKIE, and private
 // HOME and XDG_RUNTIME_DIR.
-func (s *Server) Env() []string { return s.env(true) }
+func (s *Server) Env() []string { return s.srv.ClientEnv() }
 
 // PID is the server's process id.
-func (s *Server) PID() int { return s.cmd.Process.Pid }
+func (s *Server) PID() int { return s.srv.PID() }
 
 // Log is what the server wrote to stderr so far.
-func (s *Server) Log() string { return s.output.String() }
+func (s *Server) Log() string { return s.srv.Log() }
 
 // Kill kills the server at once (SIGKILL) and waits for it to exit, as a
 // sound server that crashes: its clients see the connection drop.
-func (s *Server) Kill() {
-	s.stop.Do(func() {
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.exited
-	})
-}
-
-// shutdown stops the server: SIGTERM, then SIGKILL if it lingers.
-func (s *Server) shutdown() {
-	s.stop.Do(func() {
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-s.exited:
-		case <-time.After(stopTimeout):
-			_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-			<-s.exited
-		}
-	})
-}
+func (s *Server) Kill() { s.srv.Kill() }
 
 // Play plays pcm (interleaved stereo, signed 16-bit at SampleRate) into
 // the default sink with paplay, and returns once it has been played.
