@@ -278,6 +278,9 @@ type encodeLoop struct {
 	enc                        *vp8.Encoder
 	start, lastSample, lastKey time.Time
 	lastSent                   time.Time // a frame or a keep-alive
+	// stamped is when the last frame was written: the track's RTP clock
+	// stands there until the next.
+	stamped time.Time
 	// held is the keyframe made while nobody received, the encoder's
 	// last frame: valid until the next encode.
 	held *vp8.Encoded
@@ -357,7 +360,7 @@ func (l *encodeLoop) step(now time.Time) error {
 		// since follows at once.
 		out := *l.held
 		l.held = nil
-		l.send(now, out, time.Second/api.DefaultStreamFPS, api.KeyframeReady)
+		l.send(now, out, api.KeyframeReady)
 		if !p.stageDirty() {
 			return nil
 		}
@@ -412,7 +415,7 @@ func (l *encodeLoop) step(now time.Time) error {
 		p.log.Error("stream encode", "stream", p.key, "err", err)
 		return nil
 	}
-	l.send(now, out, dur, api.KeyframeEncoded)
+	l.send(now, out, api.KeyframeEncoded)
 	return nil
 }
 
@@ -458,13 +461,31 @@ func (l *encodeLoop) take() (ok, key bool, err error) {
 
 // send writes an encoded frame to the viewers and counts it; a keyframe
 // is the first frame of each viewer that connected since the last one.
-func (l *encodeLoop) send(now time.Time, out vp8.Encoded, dur time.Duration, how string) {
+func (l *encodeLoop) send(now time.Time, out vp8.Encoded, how string) {
 	p := l.p
 	l.lastSample, l.lastSent = now, now
 	if out.Key {
 		l.lastKey = now
 	}
-	if err := p.track.WriteSample(media.Sample{Data: out.Data, Duration: dur}); err != nil && !errors.Is(err, context.Canceled) {
+	// A frame's RTP timestamp is when it is written, on the track's 90
+	// kHz clock: the RTCP sender reports (pion's, which map RTP time to
+	// the send time of the last frame) then place every frame where it
+	// was, as the sound's packets are, and a receiver can put the two in
+	// sync. A sample's Duration moves the clock after its own packets, so
+	// the clock is moved first, by an empty sample (pion's packetizer
+	// skips its ticks and sends nothing), and the frame written with none.
+	// (Written with its Duration the time since the frame before, a
+	// frame's timestamp was that frame's plus the interval before that
+	// one: after a still spell, up to a second early, and the sender
+	// reports moved with whichever frame or keep-alive came last.) The
+	// keep-alive's padding carries the last frame's timestamp, so it
+	// moves no sender report.
+	stamp := time.Now()
+	if !l.stamped.IsZero() {
+		_ = p.track.WriteSample(media.Sample{Duration: stamp.Sub(l.stamped)})
+	}
+	l.stamped = stamp
+	if err := p.track.WriteSample(media.Sample{Data: out.Data}); err != nil && !errors.Is(err, context.Canceled) {
 		p.log.Debug("stream write", "stream", p.key, "err", err)
 	}
 	if p.onEncoded != nil {
