@@ -141,6 +141,7 @@ func (a *audio) capture(ctx context.Context) error {
 	var first time.Time
 	last := int64(-1) // the frame index of the last packet sent
 	silent := true    // the last frame was not sent: the next one starts a talkspurt
+	quiet := 0        // frames of digital silence in a row
 	for {
 		at, err := src.Read(ctx, frame)
 		if err != nil {
@@ -155,6 +156,18 @@ func (a *audio) capture(ctx context.Context) error {
 		// The frame's place on the stream's clock: its play time, rounded
 		// to whole frames, and never before the last one sent.
 		idx := max(int64((at.Sub(first)+opus.FrameDuration/2)/opus.FrameDuration), last+1)
+		// Digital silence (a sink with nothing playing gives exact zeros)
+		// is encoded only until DTX has settled (the decay coded, a
+		// refresh sent); then neither encoded nor sent, which spares the
+		// encoder's half millisecond a frame. A receiver hears no packet
+		// as silence (a browser's jitter buffer mutes what it conceals).
+		if quiet = quietRun(quiet, frame); quiet > settleFrames {
+			if a.onFrame != nil {
+				a.onFrame(false, 0, 0)
+			}
+			silent = true
+			continue
+		}
 		pkt, err := enc.Encode(frame)
 		if err != nil {
 			return err
@@ -182,4 +195,20 @@ func (a *audio) capture(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// settleFrames of digital silence are encoded before the rest is skipped:
+// libopus codes the decay and enters DTX after 10 quiet frames, and sends
+// its refresh 400 ms in.
+const settleFrames = 25
+
+// quietRun counts frame into a run of all-zero frames: the run's new
+// length, 0 when frame has sound.
+func quietRun(run int, frame []int16) int {
+	for _, v := range frame {
+		if v != 0 {
+			return 0
+		}
+	}
+	return run + 1
 }

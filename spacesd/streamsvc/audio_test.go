@@ -143,7 +143,7 @@ func zeroCrossingHz(x []int16) float64 {
 // supported; a viewer that asks for the sound gets the video as ever and
 // an Opus track on which a 440 Hz tone and then an 880 Hz one played into
 // the sink arrive in that order, each within 2 %; while nothing plays,
-// DTX leaves most frames unsent. A second listener shares the one capture
+// nothing is encoded or sent once the silence settled. A second listener shares the one capture
 // and encoder, and with the last one gone the capture stops.
 func TestDesktopAudio(t *testing.T) {
 	audiotest.Require(t)
@@ -163,12 +163,15 @@ func TestDesktopAudio(t *testing.T) {
 		t.Fatalf("%d audio listeners, want 1", got)
 	}
 
-	// Silence first: DTX sends a packet now and then, not 50 a second.
-	f0, p0 := e.metric(t, streamsvc.MetricAudioFrames), e.metric(t, streamsvc.MetricAudioPackets)
+	// Silence first: once DTX settled, the sink's zeros are neither
+	// encoded nor sent.
+	eventually(t, "the silence settled", func() bool { return e.metric(t, streamsvc.MetricAudioFrames) > 30 })
+	f0, p0, c0 := e.metric(t, streamsvc.MetricAudioFrames), e.metric(t, streamsvc.MetricAudioPackets), e.metric(t, streamsvc.MetricAudioEncodeMicros)
 	time.Sleep(time.Second)
 	frames, packets := e.metric(t, streamsvc.MetricAudioFrames)-f0, e.metric(t, streamsvc.MetricAudioPackets)-p0
-	if frames < 25 || packets > frames/4 {
-		t.Fatalf("a silent second: %d frames captured, %d packets sent; want some 50 (bursts vary) and DTX leaving most unsent", frames, packets)
+	encode := e.metric(t, streamsvc.MetricAudioEncodeMicros) - c0
+	if frames < 25 || packets != 0 || encode != 0 {
+		t.Fatalf("a silent second: %d frames captured, %d packets sent, %d us encoding; want some 50 (bursts vary), none sent, none encoded", frames, packets, encode)
 	}
 
 	stop := make(chan struct{})
