@@ -112,7 +112,7 @@ else
 	echo "bench: $BENCH_BEFORE is not a commit of this clone; no before figures"
 fi
 stream_bench() { # stream_bench LABEL [BIN]
-	STREAM_BENCH_BIN=${2:-} $GO test -run '^$' -bench 'Stream1280x720|Stream1920x1080' -benchtime 1x -count 1 ./spacesd/streamsvc 2>&1 \
+	STREAM_BENCH_BIN=${2:-} $GO test -run '^$' -bench 'Stream1280x720$|Stream1920x1080$' -benchtime 1x -count 1 ./spacesd/streamsvc 2>&1 \
 		| grep -E '^(stream |Benchmark|---|FAIL|panic)' | sed "s/^stream /stream ($1) /" || true
 }
 section "desktop stream (a cua-spacesd process, Xvfb, a pion viewer decoding every frame) at 1280x720 and 1920x1080, each figure beside its DESIGN §5 target; the CPU comparison (ffmpeg x11grab + libvpx on the same scrolling xterm) measured in the same run; first the daemon of $BENCH_BEFORE (before), then bin/cua-spacesd (after). The first frame: the median of 5 streams started one after the other, with where its time went (the daemon's account from GET /v1/stream/sessions; the before build gives none)"
@@ -120,6 +120,20 @@ section "desktop stream (a cua-spacesd process, Xvfb, a pion viewer decoding eve
 stream_bench after
 bench ./media/vp8 'Encode' 30x
 bench ./media/yuv 'Convert1080p' 1s
+
+# The sound's figures (issue 28) need a PulseAudio of their own.
+need pulseaudio pulseaudio sound
+need paplay pulseaudio-utils sound
+sound_bench() { # sound_bench REGEX: the lines a sound benchmark prints
+	$GO test -run '^$' -bench "$1" -benchtime 1x -count 1 ./spacesd/streamsvc 2>&1 \
+		| grep -E '^(stream |Benchmark|---|FAIL|panic|\s+\w+_test\.go:)' | grep -v ', round [0-9]*:' || true
+}
+section "desktop stream at 1920x1080 with the sound on (issue 28: the viewers ask for audio=1, a private PulseAudio plays a tone throughout, the daemon captures it and encodes Opus) beside the same without it, same run: issue 27's figures again (first frame, fps and CPU under motion, CPU idle, glass-to-glass, keyframes)"
+sound_bench 'Stream1920x1080$|Stream1920x1080Audio$'
+section "A/V sync (issue 28): a cua-spacesd process streams 1920x1080 Xvfb and its PulseAudio's sound to a pion receiver that decodes both; the screen flashes white and a click plays at the same instants, 20 times; the skew between the flash in the video and the click in the audio, each placed on the sender's clock by its RTP timestamps and the RTCP sender reports, the test program's own audio latency (its click on the sink's monitor, measured first) taken out (target p50 within ±20 ms, p95 within ±40 ms; Cua's own ~9 ms)"
+sound_bench 'StreamAVSync$'
+section "the daemon's CPU for the sound (issue 28), one daemon, same run: the video alone (one viewer) on a still screen and under motion (a scrolling xterm), then one viewer with the sound while the sink plays silence (every 20 ms frame captured and encoded, DTX sending few) and while it plays a tone (every frame sent)"
+sound_bench 'StreamAudioCPU$'
 
 # The viewer page's figures are Chromium's own (Debian's, as CI runs it).
 need chromium chromium "viewer page"
