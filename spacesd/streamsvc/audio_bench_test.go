@@ -117,13 +117,14 @@ func testWindow(b *testing.B, c *client.Client, display string, size int) (*desk
 	return xc, win
 }
 
-// soundDaemon starts Xvfb and the daemon with a private PulseAudio,
-// skipping the benchmark when either cannot stream.
-func soundDaemon(b *testing.B, snd *benchSound) (string, *daemonProc, *client.Client) {
+// benchDaemon starts an Xvfb of size and a daemon process on it, with
+// snd's PulseAudio (nil: none), skipping the benchmark when it cannot
+// stream (or, with snd, stream the sound).
+func benchDaemon(b *testing.B, snd *benchSound, size string) (string, *daemonProc, *client.Client) {
 	if !vp8.Available {
 		b.Skip("no VP8 decoder in this test binary")
 	}
-	display := desktoptest.Start(b, desktoptest.Options{Size: soundBenchSize})
+	display := desktoptest.Start(b, desktoptest.Options{Size: size})
 	dp := startDaemonProcEnv(b, display, snd.env())
 	c, err := client.New(dp.url, dp.token)
 	if err != nil {
@@ -179,7 +180,7 @@ func BenchmarkStreamAudioCPU(b *testing.B) {
 	desktoptest.Require(b, "xterm")
 	for range b.N {
 		snd := startBenchSound(b)
-		display, dp, c := soundDaemon(b, snd)
+		display, dp, c := benchDaemon(b, snd, soundBenchSize)
 		testWindow(b, c, display, 200)
 		pid := dp.cmd.Process.Pid
 

@@ -15,6 +15,7 @@ import (
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
 	"github.com/trycua/cua-spacesd/media/opus"
 	"github.com/trycua/cua-spacesd/media/opus/opustest"
+	"github.com/trycua/cua-spacesd/media/opus/selftest"
 	"github.com/trycua/cua-spacesd/media/rtc/rtctest"
 	"github.com/trycua/cua-spacesd/media/vp8/vp8test"
 	"github.com/trycua/cua-spacesd/spacesd/spacesdtest"
@@ -86,8 +87,8 @@ func toneRuns(frames []heardFrame) []float64 {
 	var prevTS uint32
 	prevHz := 0.0
 	flush := func() {
-		if len(cur) >= opus.SampleRate/20 {
-			hz := zeroCrossingHz(cur)
+		if len(cur) >= opus.SampleRate/20*opus.Channels {
+			hz := selftest.Frequency(cur, 0)
 			// A tone the machine's load broke in two (a player's
 			// underrun) is still one tone.
 			if n := len(runs); n > 0 && math.Abs(runs[n-1]-hz) < hz/50 {
@@ -99,44 +100,22 @@ func toneRuns(frames []heardFrame) []float64 {
 		cur = nil
 	}
 	for _, f := range frames {
-		l := make([]int16, 0, len(f.pcm)/2)
 		loudest := 0
-		for i := 0; i < len(f.pcm); i += 2 {
-			l = append(l, f.pcm[i])
+		for i := 0; i < len(f.pcm); i += opus.Channels {
 			loudest = max(loudest, int(math.Abs(float64(f.pcm[i]))))
 		}
-		hz := zeroCrossingHz(l)
+		hz := selftest.Frequency(f.pcm, 0)
 		loud := loudest > math.MaxInt16/8
 		if len(cur) > 0 && (!loud || f.ts != prevTS+opus.FrameSamples || math.Abs(hz-prevHz) > prevHz/10) {
 			flush()
 		}
 		if loud {
-			cur = append(cur, l...)
+			cur = append(cur, f.pcm...)
 		}
 		prevTS, prevHz = f.ts, hz
 	}
 	flush()
 	return runs
-}
-
-// zeroCrossingHz is a tone's frequency from its rising zero crossings,
-// each placed between its samples by linear interpolation.
-func zeroCrossingHz(x []int16) float64 {
-	var first, last float64
-	n := 0
-	for i := 1; i < len(x); i++ {
-		if x[i-1] < 0 && x[i] >= 0 {
-			at := float64(i-1) + float64(-x[i-1])/float64(int(x[i])-int(x[i-1]))
-			if n == 0 {
-				first = at
-			}
-			last, n = at, n+1
-		}
-	}
-	if n < 2 {
-		return 0
-	}
-	return float64(n-1) * opus.SampleRate / (last - first)
 }
 
 // TestDesktopAudio: with a real PulseAudio (a null sink), desktop_audio is

@@ -193,7 +193,7 @@ func BenchmarkStreamAVSync(b *testing.B) {
 		// program's own latency moved meanwhile.
 		heard := onsetsOnMonitor(b, snd.srv)
 
-		display, dp, c := soundDaemon(b, snd)
+		display, dp, c := benchDaemon(b, snd, soundBenchSize)
 		xc, win := testWindow(b, c, display, avWindow)
 		cx, cy := win.Bounds.X+avWindow/2, win.Bounds.Y+avWindow/2
 		r := rtctest.New(b, rtctest.Options{Audio: true})

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
-	"github.com/trycua/cua-spacesd/api/client"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
 	"github.com/trycua/cua-spacesd/media/rtc/rtctest"
 	"github.com/trycua/cua-spacesd/media/vp8"
@@ -164,20 +163,7 @@ func benchStream(b *testing.B, w, h int, sound bool) {
 		if sound {
 			snd = startBenchSound(b)
 		}
-		display := desktoptest.Start(b, desktoptest.Options{Size: fmt.Sprintf("%dx%d", w, h)})
-		dp := startDaemonProcEnv(b, display, snd.env())
-		c, err := client.New(dp.url, dp.token)
-		if err != nil {
-			b.Fatal(err)
-		}
-		caps, err := c.Capabilities(b.Context())
-		if err != nil {
-			b.Fatal(err)
-		}
-		if ok, lim := caps.Supports(api.FeatureDesktopStream); !ok {
-			b.Skipf("bin/cua-spacesd cannot stream: %s", lim)
-		}
-		snd.require(b, caps)
+		display, dp, c := benchDaemon(b, snd, fmt.Sprintf("%dx%d", w, h))
 		xc, win := testWindow(b, c, display, 100)
 
 		// Time to first frame: from the offer's POST to the first frame
