@@ -86,7 +86,15 @@ func (a *audio) join(streamID string) (*webrtc.TrackLocalStaticRTP, error) {
 		go func() {
 			defer close(r.done)
 			if err := a.capture(ctx); err != nil && ctx.Err() == nil {
+				// The sound server went (or the encoder failed): the
+				// listeners keep their video, and the next one to join
+				// starts the capture again.
 				a.log.Warn("stream audio ended", "err", err)
+				a.mu.Lock()
+				if a.run == r {
+					a.run = nil
+				}
+				a.mu.Unlock()
 			}
 		}()
 	}
@@ -98,16 +106,18 @@ func (a *audio) join(streamID string) (*webrtc.TrackLocalStaticRTP, error) {
 func (a *audio) leave() {
 	a.mu.Lock()
 	a.viewers--
-	r := a.run
-	if a.viewers > 0 || r == nil {
+	if a.viewers > 0 {
 		a.mu.Unlock()
 		return
 	}
+	r := a.run
 	a.run = nil
 	clear(a.tracks)
 	a.mu.Unlock()
-	r.cancel()
-	<-r.done
+	if r != nil { // nil: it ended on its own
+		r.cancel()
+		<-r.done
+	}
 }
 
 // listeners are the viewers that asked for the sound.
