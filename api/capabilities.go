@@ -32,13 +32,16 @@ const (
 	// FeatureDesktopAudio is the desktop's sound as Opus on a stream
 	// (QueryAudio): a sound server in the guest and a build with Opus.
 	FeatureDesktopAudio Feature = "desktop_audio"
+	// FeatureA11y is the accessibility tree of the windows (AT-SPI2 on
+	// Linux): an accessibility bus in the desktop session.
+	FeatureA11y Feature = "a11y"
 )
 
 // AllFeatures lists every feature name of the contract.
 var AllFeatures = []Feature{
 	FeatureShell, FeaturePTY, FeatureFiles, FeatureFSWatch, FeatureWindows,
 	FeatureScreenshot, FeatureInput, FeatureClipboardText, FeatureLaunchApp,
-	FeatureDesktopStream, FeatureWindowStream, FeatureRelayAttach, FeatureMCP, FeatureDesktopAudio,
+	FeatureDesktopStream, FeatureWindowStream, FeatureRelayAttach, FeatureMCP, FeatureDesktopAudio, FeatureA11y,
 }
 
 // DaemonName is what GET /health answers in "daemon"; a client uses it to

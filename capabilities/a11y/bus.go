@@ -1,0 +1,126 @@
+package a11y
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/godbus/dbus/v5"
+	"github.com/jezek/xgb"
+	"github.com/jezek/xgb/xproto"
+)
+
+// maxBusAddressBytes bounds the AT_SPI_BUS property read.
+const maxBusAddressBytes = 4096
+
+// connect finds the accessibility bus as AT-SPI clients do (Options'
+// BusAddress, the display's AT_SPI_BUS, the session bus's org.a11y.Bus)
+// and connects to it, within connectTimeout.
+func (a *A11y) connect(ctx context.Context) (*dbus.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	addr := a.opts.BusAddress
+	var whyNot []error
+	if addr == "" && a.opts.Display != "" {
+		var err error
+		if addr, err = rootBusAddress(ctx, a.opts.Display); err != nil {
+			whyNot = append(whyNot, err)
+		}
+	}
+	if addr == "" {
+		var err error
+		if addr, err = sessionBusA11yAddress(ctx, a.opts.SessionBusAddress); err != nil {
+			whyNot = append(whyNot, err)
+		}
+	}
+	if addr == "" {
+		return nil, errors.Join(whyNot...)
+	}
+	return dialBus(ctx, addr)
+}
+
+// dialBus connects to a bus and says hello, within ctx.
+func dialBus(ctx context.Context, addr string) (*dbus.Conn, error) {
+	type result struct {
+		c   *dbus.Conn
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := dbus.Connect(addr)
+		done <- result{c, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, fmt.Errorf("connect to bus %s: %w", addr, r.err)
+		}
+		return r.c, nil
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.c != nil {
+				r.c.Close()
+			}
+		}()
+		return nil, fmt.Errorf("connect to bus %s: %w", addr, ctx.Err())
+	}
+}
+
+// rootBusAddress reads the AT_SPI_BUS property of the display's root
+// window ("" when it has none).
+func rootBusAddress(ctx context.Context, display string) (string, error) {
+	type result struct {
+		addr string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := xgb.NewConnDisplay(display)
+		if err != nil {
+			done <- result{err: fmt.Errorf("display %s: %w", display, err)}
+			return
+		}
+		defer c.Close()
+		root := xproto.Setup(c).DefaultScreen(c).Root
+		atom, err := xproto.InternAtom(c, true, uint16(len("AT_SPI_BUS")), "AT_SPI_BUS").Reply()
+		if err != nil || atom.Atom == 0 {
+			done <- result{err: fmt.Errorf("display %s has no AT_SPI_BUS", display)}
+			return
+		}
+		p, err := xproto.GetProperty(c, false, root, atom.Atom, xproto.GetPropertyTypeAny, 0, maxBusAddressBytes/4).Reply()
+		if err != nil {
+			done <- result{err: fmt.Errorf("display %s: AT_SPI_BUS: %w", display, err)}
+			return
+		}
+		done <- result{addr: string(p.Value)}
+	}()
+	select {
+	case r := <-done:
+		return r.addr, r.err
+	case <-ctx.Done():
+		return "", fmt.Errorf("display %s: %w", display, ctx.Err())
+	}
+}
+
+// sessionBusA11yAddress asks the session bus's org.a11y.Bus for the
+// accessibility bus.
+func sessionBusA11yAddress(ctx context.Context, session string) (string, error) {
+	if session == "" {
+		session = os.Getenv("DBUS_SESSION_BUS_ADDRESS")
+	}
+	if session == "" {
+		return "", errors.New("no session bus (DBUS_SESSION_BUS_ADDRESS is empty)")
+	}
+	c, err := dialBus(ctx, session)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	var addr string
+	err = c.Object("org.a11y.Bus", "/org/a11y/bus").CallWithContext(ctx, "org.a11y.Bus.GetAddress", 0).Store(&addr)
+	if err != nil {
+		return "", fmt.Errorf("session bus org.a11y.Bus.GetAddress: %w", err)
+	}
+	return addr, nil
+}
