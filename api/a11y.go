@@ -90,6 +90,8 @@ var A11yActions = []string{
 const (
 	// DefaultA11yMaxNodes is a tree's max_nodes when the request says 0.
 	DefaultA11yMaxNodes = 5000
+	// MaxA11yNodes is the highest max_nodes a tree request may ask.
+	MaxA11yNodes = 50000
 	// MaxA11yFound is the most elements one find answers.
 	MaxA11yFound = 50
 )
@@ -164,4 +166,20 @@ type A11yAction struct {
 	Action string `json:"action"`
 	// Value is the text or number of set_value.
 	Value string `json:"value,omitempty"`
+}
+
+// The routes of the a11y feature: each takes a JSON body.
+const (
+	// PathA11yTree answers an A11yTree for an A11yTreeRequest.
+	PathA11yTree = "/v1/a11y/tree"
+	// PathA11yFind answers an A11yFindResult for an A11yQuery.
+	PathA11yFind = "/v1/a11y/find"
+	// PathA11yAction does an A11yAction and answers 204.
+	PathA11yAction = "/v1/a11y/action"
+)
+
+// A11yFindResult is the answer of PathA11yFind: at most MaxA11yFound
+// elements, in the tree's order.
+type A11yFindResult struct {
+	Elements []A11yFound `json:"elements"`
 }

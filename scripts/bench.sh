@@ -135,6 +135,9 @@ sound_bench 'StreamAVSync$'
 section "the daemon's CPU for the sound (issue 28), one daemon, same run: the video alone (one viewer) on a still screen and under motion (a scrolling xterm), then one viewer with the sound while the sink plays silence (every 20 ms frame captured and encoded, DTX sending few) and while it plays a tone (every frame sent)"
 sound_bench 'StreamAudioCPU$'
 
+section "the accessibility tree (issue 29): a GTK 3 window with 1,000 buttons more on a private accessibility bus, its tree read over AT-SPI (time and the size of its JSON answer), beside a PNG and a JPEG screenshot of the same window, same run"
+COUNT=1 $GO test -run '^$' -bench 'Tree1000' -benchtime 3x ./capabilities/a11y 2>&1 | grep -E '^(a11y|Benchmark|---|FAIL|panic)' || true
+
 # The viewer page's figures are Chromium's own (Debian's, as CI runs it).
 need chromium chromium "viewer page"
 section "the viewer page in headless Chromium (a daemon process streaming 1920x1080 Xvfb to the page): glass-to-glass p50 and p95 (requestVideoFrameCallback and a canvas read of a patch painted at a known time, to the frame handed to the compositor; target p50 <= 60 ms at 1080p) and input-to-photon p50 (a key pressed in the page, drawn by xterm, seen changed on the page; target <= 35 ms), each beside its target, with Chromium's own share of a frame; then the same Space's link through cua-relay with the media relayed by its TURN (?ice=relay; target: TURN adds <= 5 ms to glass-to-glass p50 on loopback), same run"

@@ -24,6 +24,7 @@ import (
 	"syscall"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/capabilities/a11y/a11ybus"
 	"github.com/trycua/cua-spacesd/capabilities/audio/pulseserver"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/capabilities/process"
@@ -155,7 +156,7 @@ func serveWith(ctx context.Context, args []string, stdout, stderr io.Writer, def
 		fmt.Fprintf(stderr, "cua-spacesd: %v\n", err)
 		return 1
 	}
-	var xauthority, pulseServer string
+	var xauthority, pulseServer, sessionBus string
 	if *xvfb && *display == "" {
 		v, xauth, err := startVirtual(log)
 		if err != nil {
@@ -170,6 +171,10 @@ func serveWith(ctx context.Context, args []string, stdout, stderr io.Writer, def
 			defer pa.Close() // after the daemon's stream let go of it
 			pulseServer = pa.Addr
 		}
+		if b := startA11yBus(filepath.Dir(xauth), *display, xauth, log); b != nil {
+			defer b.Close() // after the daemon's a11y let go of it, before the display
+			sessionBus = b.SessionAddr
+		}
 	}
 	// Listen first: the media may take the port the listener got (--listen
 	// PORT 0 included) when its default is taken.
@@ -179,7 +184,7 @@ func serveWith(ctx context.Context, args []string, stdout, stderr io.Writer, def
 		return 1
 	}
 	srv, err := daemon.New(daemon.Options{Version: version, Auth: auth, Logger: log, Display: *display, Xauthority: xauthority,
-		PulseServer: pulseServer, Process: po, Files: filesvc.Options{StateDir: *stateDir}, Stream: media.options(addr, ln.Addr().(*net.TCPAddr).Port), TLS: tlsConfig, MCP: mcpOpts,
+		PulseServer: pulseServer, SessionBus: sessionBus, Process: po, Files: filesvc.Options{StateDir: *stateDir}, Stream: media.options(addr, ln.Addr().(*net.TCPAddr).Port), TLS: tlsConfig, MCP: mcpOpts,
 		Relay: relayf.options(*stateDir, version)})
 	if err != nil {
 		ln.Close()
@@ -281,6 +286,37 @@ func startSound(dir string, log *slog.Logger) *pulseserver.Server {
 
 // soundSink is the null sink of the daemon's own sound server (--xvfb).
 const soundSink = "cua"
+
+// startA11yBus starts the accessibility of the daemon's own display
+// (--xvfb): a private D-Bus session bus, its socket in a 0700 directory
+// beside the display's cookie, and the accessibility bus on it
+// (at-spi-bus-launcher, which sets AT_SPI_BUS on the display's root
+// window). The daemon's children get the session bus and the toolkits'
+// accessibility switches, so that their apps expose their widgets there.
+// It is the display's own even when the daemon was given a session bus
+// (DBUS_SESSION_BUS_ADDRESS): that one's accessibility bus is another
+// display's. It answers nil, and the daemon runs on without it (a11y
+// says why), when dbus-daemon or at-spi-bus-launcher is not installed or
+// does not start.
+func startA11yBus(dir, display, xauth string, log *slog.Logger) *a11ybus.Bus {
+	if err := a11ybus.Available(); err != nil {
+		log.Warn("--xvfb: no accessibility bus: "+err.Error(), "err", err)
+		return nil
+	}
+	busDir := filepath.Join(dir, "a11y")
+	if err := os.Mkdir(busDir, 0o700); err != nil {
+		log.Warn("--xvfb: no accessibility bus", "err", err)
+		return nil
+	}
+	env := append(process.BaseEnv(), "XAUTHORITY="+xauth)
+	b, err := a11ybus.Start(context.Background(), busDir, display, env)
+	if err != nil {
+		log.Warn("--xvfb: no accessibility bus: it did not start", "err", err)
+		return nil
+	}
+	log.Info("started an accessibility bus", "session_bus", b.SessionAddr, "a11y_bus", b.A11yAddr)
+	return b
+}
 
 // buildAuth picks the token source: at most one of flag, file and env.
 func buildAuth(flagToken, file, envToken string, log *slog.Logger) (*server.Auth, error) {

@@ -7,8 +7,6 @@ import (
 	"os"
 
 	"github.com/godbus/dbus/v5"
-	"github.com/jezek/xgb"
-	"github.com/jezek/xgb/xproto"
 )
 
 // maxBusAddressBytes bounds the AT_SPI_BUS property read.
@@ -24,7 +22,7 @@ func (a *A11y) connect(ctx context.Context) (*dbus.Conn, error) {
 	var whyNot []error
 	if addr == "" && a.opts.Display != "" {
 		var err error
-		if addr, err = rootBusAddress(ctx, a.opts.Display); err != nil {
+		if addr, err = a.desk.RootProperty(ctx, "AT_SPI_BUS", maxBusAddressBytes); err != nil {
 			whyNot = append(whyNot, err)
 		}
 	}
@@ -64,42 +62,6 @@ func dialBus(ctx context.Context, addr string) (*dbus.Conn, error) {
 			}
 		}()
 		return nil, fmt.Errorf("connect to bus %s: %w", addr, ctx.Err())
-	}
-}
-
-// rootBusAddress reads the AT_SPI_BUS property of the display's root
-// window ("" when it has none).
-func rootBusAddress(ctx context.Context, display string) (string, error) {
-	type result struct {
-		addr string
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		c, err := xgb.NewConnDisplay(display)
-		if err != nil {
-			done <- result{err: fmt.Errorf("display %s: %w", display, err)}
-			return
-		}
-		defer c.Close()
-		root := xproto.Setup(c).DefaultScreen(c).Root
-		atom, err := xproto.InternAtom(c, true, uint16(len("AT_SPI_BUS")), "AT_SPI_BUS").Reply()
-		if err != nil || atom.Atom == 0 {
-			done <- result{err: fmt.Errorf("display %s has no AT_SPI_BUS", display)}
-			return
-		}
-		p, err := xproto.GetProperty(c, false, root, atom.Atom, xproto.GetPropertyTypeAny, 0, maxBusAddressBytes/4).Reply()
-		if err != nil {
-			done <- result{err: fmt.Errorf("display %s: AT_SPI_BUS: %w", display, err)}
-			return
-		}
-		done <- result{addr: string(p.Value)}
-	}()
-	select {
-	case r := <-done:
-		return r.addr, r.err
-	case <-ctx.Done():
-		return "", fmt.Errorf("display %s: %w", display, ctx.Err())
 	}
 }
 

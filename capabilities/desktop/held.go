@@ -154,3 +154,25 @@ func (d *Desktop) ScreenSize(ctx context.Context) (api.Size, error) {
 	w, h, err := x.screenSize(ctx)
 	return api.Size{Width: w, Height: h}, err
 }
+
+// RootProperty reads a string property of the screen's root window ("":
+// none), at most maxBytes of it: what another client published for the
+// desktop's session (AT-SPI's AT_SPI_BUS), read with the daemon's own
+// connection and cookie.
+func (d *Desktop) RootProperty(ctx context.Context, name string, maxBytes int) (string, error) {
+	x, err := d.use(ctx, api.FeatureScreenshot)
+	if err != nil {
+		return "", err
+	}
+	atom, err := x.atom(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	p, err := await(ctx, x, "read the root window's "+name, func() (*xproto.GetPropertyReply, error) {
+		return xproto.GetProperty(x.c, false, x.root, atom, xproto.GetPropertyTypeAny, 0, uint32(maxBytes+3)/4).Reply()
+	})
+	if err != nil {
+		return "", err
+	}
+	return string(p.Value[:min(len(p.Value), maxBytes)]), nil
+}

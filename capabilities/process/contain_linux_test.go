@@ -284,19 +284,22 @@ func TestExecE2BIG(t *testing.T) {
 }
 
 // TestDisplayGoesToChildren: a manager given a display (its cookie, its
-// sound server) hands it to every child as DISPLAY (XAUTHORITY,
-// PULSE_SERVER), unless the request sets its own.
+// sound server, its session bus) hands it to every child as DISPLAY
+// (XAUTHORITY, PULSE_SERVER, DBUS_SESSION_BUS_ADDRESS with the
+// accessibility switches), unless the request sets its own.
 func TestDisplayGoesToChildren(t *testing.T) {
 	t.Parallel()
-	m := newManager(t, process.Options{Display: ":42", Xauthority: "/x/cookie", PulseServer: "unix:/x/pulse/native"})
+	m := newManager(t, process.Options{Display: ":42", Xauthority: "/x/cookie", PulseServer: "unix:/x/pulse/native", SessionBus: "unix:path=/x/bus"})
 	for _, tc := range []struct {
 		env  map[string]string
 		want string
 	}{
-		{nil, ":42 /x/cookie unix:/x/pulse/native\n"},
-		{map[string]string{"DISPLAY": ":7", "XAUTHORITY": "/y", "PULSE_SERVER": "tcp:h"}, ":7 /y tcp:h\n"},
+		{nil, ":42 /x/cookie unix:/x/pulse/native unix:path=/x/bus gail:atk-bridge 1 1\n"},
+		{map[string]string{"DISPLAY": ":7", "XAUTHORITY": "/y", "PULSE_SERVER": "tcp:h", "DBUS_SESSION_BUS_ADDRESS": "unix:path=/y",
+			"GTK_MODULES": "m", "QT_ACCESSIBILITY": "0", "ACCESSIBILITY_ENABLED": "0"}, ":7 /y tcp:h unix:path=/y m 0 0\n"},
 	} {
-		res, err := m.Exec(t.Context(), api.ExecRequest{Command: api.Command{Shell: "echo $DISPLAY $XAUTHORITY $PULSE_SERVER", Env: tc.env}})
+		res, err := m.Exec(t.Context(), api.ExecRequest{Command: api.Command{
+			Shell: "echo $DISPLAY $XAUTHORITY $PULSE_SERVER $DBUS_SESSION_BUS_ADDRESS $GTK_MODULES $QT_ACCESSIBILITY $ACCESSIBILITY_ENABLED", Env: tc.env}})
 		if err != nil || res.Stdout != tc.want {
 			t.Errorf("with env %v: %+v, %v; want %q", tc.env, res, err, tc.want)
 		}

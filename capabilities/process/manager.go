@@ -109,6 +109,22 @@ type Options struct {
 	// server the daemon started beside its display, so that what a child
 	// plays goes to the desktop's sink.
 	PulseServer string
+	// SessionBus, when set, is likewise its DBUS_SESSION_BUS_ADDRESS: the
+	// session bus the daemon started beside its display, with the
+	// accessibility bus on it. A child then also gets the switches that
+	// make its toolkit expose its widgets there (accessibilityEnv), each
+	// unless the request sets its own.
+	SessionBus string
+}
+
+// accessibilityEnv are the variables that make GTK (its ATK bridge), Qt
+// and Chromium (Electron) expose their widgets on the accessibility bus:
+// what a child of a daemon with its own accessibility bus gets
+// (SessionBus).
+var accessibilityEnv = [][2]string{
+	{"GTK_MODULES", "gail:atk-bridge"},
+	{"QT_ACCESSIBILITY", "1"},
+	{"ACCESSIBILITY_ENABLED", "1"},
 }
 
 func (o *Options) fill() {
@@ -196,6 +212,12 @@ func NewManager(opts Options) *Manager {
 	}
 	if opts.PulseServer != "" {
 		env = setEnv(env, "PULSE_SERVER", opts.PulseServer)
+	}
+	if opts.SessionBus != "" {
+		env = setEnv(env, "DBUS_SESSION_BUS_ADDRESS", opts.SessionBus)
+		for _, kv := range accessibilityEnv {
+			env = setEnv(env, kv[0], kv[1])
+		}
 	}
 	contain, err := openContainment(&opts)
 	if err != nil {

@@ -84,6 +84,7 @@ func All() []*Tool {
 		spaceTypeTool(), spacePressKeyTool(),
 		spaceWindowTool(), spaceClipboardGetTool(), spaceClipboardSetTool(),
 		spaceProcessStartTool(), spaceProcessOutputTool(), spaceProcessInputTool(), spaceProcessSignalTool(), spaceProcessesTool(),
+		spaceAccessibilityTreeTool(), spaceFindElementTool(), spaceElementActionTool(),
 		listToolsTool(), callToolTool(),
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Name < ts[j].Name })

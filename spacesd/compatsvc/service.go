@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/trycua/cua-spacesd/api"
+	"github.com/trycua/cua-spacesd/capabilities/a11y"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/capabilities/process"
 	"github.com/trycua/cua-spacesd/spacesd/httpapi"
@@ -69,6 +70,7 @@ const protocolVersion = 1
 type Service struct {
 	procs   *process.Manager
 	desk    *desktop.Desktop
+	a11y    *a11y.A11y // nil: no widget trees
 	version string
 	host    server.Host
 	log     *slog.Logger
@@ -84,9 +86,9 @@ type Service struct {
 
 // New returns the bus over the daemon's process manager and desktop
 // (which the process and desktop services own and close).
-func New(procs *process.Manager, desk *desktop.Desktop, version string) server.NewService {
+func New(procs *process.Manager, desk *desktop.Desktop, acc *a11y.A11y, version string) server.NewService {
 	return func(h server.Host) (server.Service, error) {
-		s := &Service{procs: procs, desk: desk, version: version, host: h, log: h.Log.With("service", "computer-server"),
+		s := &Service{procs: procs, desk: desk, a11y: acc, version: version, host: h, log: h.Log.With("service", "computer-server"),
 			table:    commandTable(),
 			commands: h.Metrics.Counter(metricCommands), failures: h.Metrics.Counter(metricFailures)}
 		s.cmdConn = s.newConn()

@@ -78,7 +78,7 @@ func commandTable() map[string]command {
 
 		// accessibility.go
 		"get_accessibility_tree": handle(accessibilityTree),
-		"find_element":           refused("find_element", "X11 has no accessibility API to search: cua-spacesd sees windows (get_accessibility_tree), not the widgets inside them"),
+		"find_element":           handle(findElement),
 		"set_wallpaper":          refused("set_wallpaper", "the wallpaper belongs to the desktop environment, which cua-spacesd does not drive; set it with run_command and the environment's own tool"),
 		"diorama_cmd":            refused("diorama_cmd", "diorama is computer-server's macOS app compositor; a Space has no equivalent"),
 	}

@@ -11,9 +11,12 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/trycua/cua-spacesd/capabilities/a11y"
+
 	"github.com/trycua/cua-spacesd/api"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/capabilities/process"
+	"github.com/trycua/cua-spacesd/spacesd/a11ysvc"
 	"github.com/trycua/cua-spacesd/spacesd/compatsvc"
 	"github.com/trycua/cua-spacesd/spacesd/desktopsvc"
 	"github.com/trycua/cua-spacesd/spacesd/filesvc"
@@ -41,6 +44,11 @@ type Options struct {
 	// captures it (unless Stream.Audio.Server says otherwise) and every
 	// child gets it as PULSE_SERVER.
 	PulseServer string
+	// SessionBus is the address of the D-Bus session bus the daemon
+	// started beside its display (--xvfb), with the accessibility bus on
+	// it: every child gets it as DBUS_SESSION_BUS_ADDRESS, with the
+	// toolkits' accessibility switches (process.Options.SessionBus).
+	SessionBus string
 	// Process adjusts the process manager (limits, containment, clock).
 	Process process.Options
 	// Files adjusts the files service (its state directory).
@@ -81,6 +89,9 @@ func New(o Options) (*server.Server, error) {
 	if po.PulseServer == "" {
 		po.PulseServer = o.PulseServer
 	}
+	if po.SessionBus == "" {
+		po.SessionBus = o.SessionBus
+	}
 	if o.Stream.Audio.Server == "" {
 		o.Stream.Audio.Server = o.PulseServer
 	}
@@ -94,6 +105,8 @@ func New(o Options) (*server.Server, error) {
 		Logger:     o.Logger.With("capability", "desktop"),
 		Launcher:   appLauncher{procs},
 	})
+	acc := a11y.New(a11y.Options{Display: o.Display, Xauthority: o.Xauthority, SessionBusAddress: o.SessionBus,
+		Logger: o.Logger.With("capability", "a11y")})
 	if o.Relay.StateDir == "" {
 		o.Relay.StateDir = o.Files.StateDir
 	}
@@ -119,9 +132,11 @@ func New(o Options) (*server.Server, error) {
 			// After the desktop service, which owns desk: services close in
 			// reverse order, so the streams end before the display goes.
 			streamsvc.New(desk, o.Stream),
+			// The accessibility tree, over the display's accessibility bus.
+			a11ysvc.New(acc),
 			// computer-server's bus over the same process manager and
 			// desktop; closed before them (it releases what its clients held).
-			compatsvc.New(procs, desk, o.Version),
+			compatsvc.New(procs, desk, acc, o.Version),
 			// Last, so it closes first: its stdio services are processes
 			// of procs, stopped gently before the manager kills the rest.
 			mcpsvc.New(procs, o.MCP),

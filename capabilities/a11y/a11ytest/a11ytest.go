@@ -21,44 +21,32 @@ import (
 	"testing"
 	"time"
 
-	"github.com/godbus/dbus/v5"
 	"github.com/jezek/xgb"
 	"github.com/jezek/xgb/xproto"
 
+	"github.com/trycua/cua-spacesd/capabilities/a11y/a11ybus"
 	"github.com/trycua/cua-spacesd/capabilities/desktop"
 	"github.com/trycua/cua-spacesd/capabilities/desktop/desktoptest"
 	"github.com/trycua/cua-spacesd/internal/testenv"
 )
 
 // StartTimeout bounds each start-up step (a bus, the launcher, the app).
-const StartTimeout = 15 * time.Second
+const StartTimeout = a11ybus.StartTimeout
 
 //go:embed app.py
 var appSource string
-
-// launcherPaths are where Debian and others install at-spi-bus-launcher.
-var launcherPaths = []string{"/usr/libexec/at-spi-bus-launcher", "/usr/lib/at-spi2-core/at-spi-bus-launcher", "/usr/lib/at-spi2/at-spi-bus-launcher"}
 
 // Require skips the test (fails it under CI=true) when a part is missing:
 // Xvfb and openbox, dbus-daemon, at-spi-bus-launcher, Python with GTK 3.
 func Require(t testing.TB) {
 	t.Helper()
 	desktoptest.Require(t, "dbus-daemon")
-	if launcher() == "" {
+	if a11ybus.Launcher() == "" {
 		testenv.Missing(t, "at-spi-bus-launcher is not installed (at-spi2-core; the accessibility tests need it)")
 	}
 	if python() == "" {
 		testenv.Missing(t, "no python3 with GTK 3 bindings (python3-gi, gir1.2-gtk-3.0; the accessibility tests need them)")
 	}
-}
-
-func launcher() string {
-	for _, p := range launcherPaths {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return ""
 }
 
 var (
@@ -116,60 +104,23 @@ func Start(t testing.TB, opts Options) *Env {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	e.dir = dir
-	conf := filepath.Join(dir, "session.conf")
-	if err := os.WriteFile(conf, []byte(sessionConf(dir)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	bus := exec.Command("dbus-daemon", "--config-file="+conf, "--nofork", "--nopidfile", "--print-address=1")
-	bus.Stderr = logOnFailure(t, "dbus-daemon")
-	out, err := bus.StdoutPipe()
+	b, err := a11ybus.Start(t.Context(), dir, e.Display, baseEnv())
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("a11ytest: %v", err)
 	}
-	start(t, bus)
-	addr := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		addr <- strings.TrimSpace(line)
-		_, _ = io.Copy(io.Discard, out)
-	}()
-	select {
-	case e.SessionBus = <-addr:
-	case <-time.After(StartTimeout):
-		t.Fatal("a11ytest: dbus-daemon printed no address")
-	}
-	if e.SessionBus == "" {
-		t.Fatal("a11ytest: dbus-daemon exited without an address")
-	}
-
-	l := exec.Command(launcher(), "--launch-immediately", "--a11y=1")
-	l.Env = append(baseEnv(), "DISPLAY="+e.Display, "DBUS_SESSION_BUS_ADDRESS="+e.SessionBus)
-	l.Dir = dir
-	l.Stderr = logOnFailure(t, "at-spi-bus-launcher")
-	start(t, l)
-	e.A11yBus = waitA11yBus(t, e.SessionBus)
+	t.Cleanup(func() {
+		b.Close()
+		if t.Failed() && b.Log() != "" {
+			t.Logf("the buses wrote:\n%s", b.Log())
+		}
+	})
+	e.SessionBus, e.A11yBus = b.SessionAddr, b.A11yAddr
 	if !opts.NoRootProperty {
 		setRootProperty(t, e.Display, e.A11yBus)
 	} else {
 		deleteRootProperty(t, e.Display)
 	}
 	return e
-}
-
-// sessionConf is a session bus that listens in dir only.
-func sessionConf(dir string) string {
-	return `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN" "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:dir=` + dir + `</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-`
 }
 
 // baseEnv is the environment without the variables a test sets itself.
@@ -206,31 +157,6 @@ func start(t testing.TB, cmd *exec.Cmd) {
 		// What it started may outlive it a moment in its group.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	})
-}
-
-// waitA11yBus asks the session bus's org.a11y.Bus for the accessibility
-// bus until the launcher answers.
-func waitA11yBus(t testing.TB, session string) string {
-	t.Helper()
-	c, err := dbus.Connect(session)
-	if err != nil {
-		t.Fatalf("a11ytest: connect session bus: %v", err)
-	}
-	defer c.Close()
-	deadline := time.Now().Add(StartTimeout)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		var addr string
-		err := c.Object("org.a11y.Bus", "/org/a11y/bus").CallWithContext(ctx, "org.a11y.Bus.GetAddress", 0).Store(&addr)
-		cancel()
-		if err == nil && addr != "" {
-			return addr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a11ytest: at-spi-bus-launcher did not answer org.a11y.Bus.GetAddress: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // setRootProperty sets AT_SPI_BUS on the display's root window, as the
