@@ -90,7 +90,17 @@ func (a *A11y) Act(ctx context.Context, act api.A11yAction) error {
 		}
 	case api.A11yActionScrollIntoView:
 		if n.Interfaces[ifaceComponent] {
-			return callBool(ctx, c, r, ifaceComponent, "ScrollTo", what, scrollAnywhere)
+			// Toolkits may offer Component without ScrollTo (GTK 3's
+			// widgets answer false): say so, not just that it declined.
+			var ok bool
+			if err := call(ctx, c, r, ifaceComponent, "ScrollTo", []any{&ok}, scrollAnywhere); err != nil {
+				return connErr(ctx, what, err)
+			}
+			if !ok {
+				return api.Errorf(api.KindPreconditionFailed, "%s: the application does not scroll its elements into view (it declined AT-SPI Component.ScrollTo; GTK 3 applications always do)", what).
+					WithHint("scroll the container instead: set_value on its scroll_bar")
+			}
+			return nil
 		}
 	}
 	has := "none"

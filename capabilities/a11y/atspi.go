@@ -161,7 +161,12 @@ func readNode(ctx context.Context, c *dbus.Conn, r ref, withChildren bool) (*raw
 	if err := wait(ctx, round); err != nil {
 		return nil, err
 	}
-	n.Bounds = api.Rect{X: int(ext.X), Y: int(ext.Y), Width: int(ext.W), Height: int(ext.H)}
+	// GTK answers INT32_MIN for a widget scrolled out of its view: no
+	// place on the screen, so no bounds (zero), not a point 2^31 pixels
+	// off.
+	if ext.X != math.MinInt32 && ext.Y != math.MinInt32 {
+		n.Bounds = api.Rect{X: int(ext.X), Y: int(ext.Y), Width: int(ext.W), Height: int(ext.H)}
+	}
 	if len(actions) > maxActions {
 		actions = actions[:maxActions]
 	}
