@@ -2,7 +2,6 @@ package a11ysvc_test
 
 import (
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -58,7 +57,7 @@ func TestA11yOverHTTPAndMCP(t *testing.T) {
 		t.Fatalf("expand on an entry: %v, want precondition_failed", err)
 	}
 
-	cs := mcpClient(t, d)
+	cs := d.MCPClient(t, nil)
 	res := callTool(t, cs, "space_find_element", map[string]any{"window_id": app.WindowID, "role": api.A11yRoleButton})
 	var out struct {
 		Elements []api.A11yFound `json:"elements"`
@@ -104,26 +103,6 @@ func TestA11yWithoutABus(t *testing.T) {
 	if api.KindOf(err) != api.KindCapabilityMissing {
 		t.Fatalf("the tree without a bus: %v", err)
 	}
-}
-
-func mcpClient(t *testing.T, d *spacesdtest.Daemon) *sdk.ClientSession {
-	t.Helper()
-	hc := &http.Client{Transport: bearer{d.Token}}
-	c := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
-	cs, err := c.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: d.URL + api.PathMCP, HTTPClient: hc}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
-}
-
-type bearer struct{ token string }
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
 }
 
 func callTool(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) *sdk.CallToolResult {

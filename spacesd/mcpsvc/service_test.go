@@ -68,22 +68,7 @@ func newEnv(t *testing.T, services ...mcpsvc.ServiceConfig) *env {
 // client connects the Go SDK's client to the daemon's /mcp with the token.
 func (e *env) client(t *testing.T, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
-	hc := &http.Client{Transport: bearer{e.d.Token}}
-	c := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, opts)
-	cs, err := c.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: e.d.URL + api.PathMCP, HTTPClient: hc}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
-}
-
-type bearer struct{ token string }
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
+	return e.d.MCPClient(t, opts)
 }
 
 // call calls a tool and fails the test on a transport error.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/trycua/cua-spacesd/internal/capped"
 	"github.com/trycua/cua-spacesd/internal/procgroup"
 )
 
@@ -79,7 +80,7 @@ type Bus struct {
 	A11yAddr string
 
 	session, launcher *proc
-	output            *capBuffer
+	output            *capped.Buffer
 }
 
 // Start starts a session bus whose socket lives in dir (an existing
@@ -117,7 +118,7 @@ func Start(ctx context.Context, dir, display string, env []string) (*Bus, error)
 	if display != "" {
 		env = append(env, "DISPLAY="+display)
 	}
-	b := &Bus{SessionAddr: "unix:path=" + socket, output: &capBuffer{max: logMax}}
+	b := &Bus{SessionAddr: "unix:path=" + socket, output: &capped.Buffer{Max: logMax}}
 
 	bus := exec.Command("dbus-daemon", "--config-file="+conf, "--nofork", "--nopidfile")
 	bus.Env = env
@@ -294,27 +295,4 @@ func (p *proc) close() {
 			}
 		}
 	})
-}
-
-// capBuffer keeps the first max bytes written to it, for a writer and
-// readers at once, and drops the rest.
-type capBuffer struct {
-	mu  sync.Mutex
-	b   bytes.Buffer
-	max int
-}
-
-func (c *capBuffer) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if room := c.max - c.b.Len(); room > 0 {
-		c.b.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (c *capBuffer) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.b.String()
 }

@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trycua/cua-spacesd/internal/capped"
 	"github.com/trycua/cua-spacesd/internal/procgroup"
 )
 
@@ -74,7 +75,7 @@ type Server struct {
 	dir    string
 	leader *procgroup.Leader
 	exited chan struct{}
-	output *capBuffer
+	output *capped.Buffer
 	stop   sync.Once
 }
 
@@ -108,7 +109,7 @@ func Start(ctx context.Context, dir string, opts Options) (*Server, error) {
 		Cookie: filepath.Join(dir, "cookie"),
 		dir:    dir,
 		exited: make(chan struct{}),
-		output: &capBuffer{max: serverLogMax},
+		output: &capped.Buffer{Max: serverLogMax},
 	}
 	var script strings.Builder
 	if opts.Sink != "" {
@@ -232,27 +233,4 @@ func (s *Server) Close() {
 			<-s.exited
 		}
 	})
-}
-
-// capBuffer keeps the first max bytes written to it, for a writer and
-// readers at once, and drops the rest.
-type capBuffer struct {
-	mu  sync.Mutex
-	b   bytes.Buffer
-	max int
-}
-
-func (c *capBuffer) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if room := c.max - c.b.Len(); room > 0 {
-		c.b.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (c *capBuffer) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.b.String()
 }
